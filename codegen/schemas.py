@@ -1,0 +1,227 @@
+"""Loading the schema tree and bundling contracts into self-contained documents.
+
+A *contract* is a schema file whose root declares a document type (`type` or
+`oneOf`); its name is the file's stem and its family the folder it sits in.
+Any other schema file is a library of definitions, such as `common.json`.
+
+Bundling follows every `$ref` from a contract and copies each referenced
+definition into the bundle's own `$defs`, so that the result needs no other
+file. Definitions keep the key they have in their file; a contract referenced
+as a whole is named after it in PascalCase (`tool-event` -> `ToolEvent`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urldefrag, urljoin
+
+JSONSchema = dict[str, Any]
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+
+class SchemaTreeError(Exception):
+    """The schema folder breaks a rule that bundling or code generation relies on."""
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One contract: a schema file that describes a kind of document."""
+
+    name: str
+    family: str
+    path: Path
+    uri: str
+    schema: JSONSchema
+
+    @property
+    def class_name(self) -> str:
+        """The Python name of the contract's root type, such as `ExecutionResult`."""
+        return pascal_case(self.name)
+
+
+def pascal_case(name: str) -> str:
+    """`execution-result` -> `ExecutionResult`."""
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("_", "-").split("-"))
+
+
+def module_name(family: str) -> str:
+    """The generated module of a family: `tool-plans` -> `tool_plans`."""
+    return family.replace("-", "_")
+
+
+class SchemaTree:
+    """Every schema file under one folder, indexed by `$id`."""
+
+    def __init__(self, root: Path) -> None:
+        if not root.is_dir():
+            raise SchemaTreeError(f"{root}: no such schema folder")
+        self.root = root
+        self.documents: dict[str, JSONSchema] = {}
+        self.paths: dict[str, Path] = {}
+        contracts: dict[str, Contract] = {}
+        for path in sorted(root.rglob("*.json")):
+            relative = path.relative_to(root)
+            try:
+                document = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise SchemaTreeError(f"{relative}: cannot read as JSON: {error}") from error
+            if not isinstance(document, dict):
+                raise SchemaTreeError(f"{relative}: a schema file must hold a JSON object")
+            uri = document.get("$id")
+            if not isinstance(uri, str) or not uri:
+                raise SchemaTreeError(f"{relative}: has no `$id`")
+            if document.get("$schema") != DRAFT_2020_12:
+                raise SchemaTreeError(f"{relative}: `$schema` must be {DRAFT_2020_12}")
+            if uri in self.documents:
+                raise SchemaTreeError(f"{relative}: `$id` {uri} is used twice")
+            self.documents[uri] = document
+            self.paths[uri] = relative
+            if "type" in document or "oneOf" in document:
+                if len(relative.parts) != 2:
+                    raise SchemaTreeError(
+                        f"{relative}: a contract must sit in a family folder, one level deep"
+                    )
+                name = path.stem
+                if name in contracts:
+                    raise SchemaTreeError(f"{relative}: contract name {name!r} is used twice")
+                contracts[name] = Contract(name, relative.parts[0], relative, uri, document)
+        if not contracts:
+            raise SchemaTreeError(f"{root}: holds no contract")
+        self.contracts = dict(sorted(contracts.items()))
+
+    def families(self) -> dict[str, list[Contract]]:
+        """Contracts grouped by family, both in name order."""
+        grouped: dict[str, list[Contract]] = {}
+        for contract in self.contracts.values():
+            grouped.setdefault(contract.family, []).append(contract)
+        return dict(sorted(grouped.items()))
+
+    def bundle(self, contract: Contract) -> JSONSchema:
+        """The contract as one self-contained schema, for any JSON Schema tool."""
+        bundler = _Bundler(self)
+        root: JSONSchema = bundler.rewrite(contract.schema, contract.uri, keep_identity=True)
+        root.pop("$defs", None)
+        if bundler.definitions:
+            root["$defs"] = dict(sorted(bundler.definitions.items()))
+        return root
+
+    def family_bundle(self, family: str) -> JSONSchema:
+        """Every contract of a family and what they reference, as `$defs` only.
+
+        This is the input of the model generator: each contract root becomes a
+        definition named after the contract. Examples are left out; they are
+        documentation, not types.
+        """
+        bundler = _Bundler(self, drop_examples=True)
+        for contract in self.families()[family]:
+            bundler.add_whole(contract.uri)
+        return {"$schema": DRAFT_2020_12, "$defs": dict(sorted(bundler.definitions.items()))}
+
+    def resolve(self, base: str, reference: str) -> tuple[str, str]:
+        """Split a `$ref` seen in document `base` into (document URI, JSON Pointer)."""
+        uri, fragment = urldefrag(urljoin(base, reference))
+        if uri not in self.documents:
+            raise SchemaTreeError(f"{self.paths[base]}: `$ref` {reference!r} names no schema file")
+        return uri, fragment
+
+
+class _Bundler:
+    """Copies reachable definitions into one `$defs`, rewriting references to them."""
+
+    def __init__(self, tree: SchemaTree, *, drop_examples: bool = False) -> None:
+        self.tree = tree
+        self.drop_examples = drop_examples
+        self.definitions: dict[str, JSONSchema] = {}
+        self.origin: dict[str, tuple[str, str]] = {}
+
+    def rewrite(self, node: Any, base: str, *, keep_identity: bool = False) -> Any:
+        if isinstance(node, list):
+            return [self.rewrite(item, base) for item in node]
+        if not isinstance(node, dict):
+            return node
+        result: JSONSchema = {}
+        for key, value in node.items():
+            if key == "$ref":
+                result[key] = "#/$defs/" + self.add(*self.tree.resolve(base, value))
+            elif (key in ("$id", "$schema") and not keep_identity) or (
+                key == "examples" and self.drop_examples
+            ):
+                continue
+            elif key in ("properties", "$defs", "patternProperties", "dependentSchemas"):
+                # Maps from names to schemas: the names are data, not keywords.
+                result[key] = {name: self.rewrite(sub, base) for name, sub in value.items()}
+            elif key in ("examples", "default", "const", "enum"):
+                result[key] = copy.deepcopy(value)
+            else:
+                result[key] = self.rewrite(value, base)
+        return result
+
+    def add_whole(self, uri: str) -> str:
+        return self.add(uri, "")
+
+    def add(self, uri: str, pointer: str) -> str:
+        name = self._name(uri, pointer)
+        if name in self.origin:
+            if self.origin[name] != (uri, pointer):
+                raise SchemaTreeError(
+                    f"two definitions would both be bundled as {name!r}: "
+                    f"{self.tree.paths[self.origin[name][0]]}#{self.origin[name][1]} and "
+                    f"{self.tree.paths[uri]}#{pointer}; rename one"
+                )
+            return name
+        self.origin[name] = (uri, pointer)
+        self.definitions[name] = {}  # reserve the name before recursing: schemas may recurse
+        target = _follow(self.tree.documents[uri], pointer, self.tree.paths[uri])
+        rewritten = self.rewrite(target, uri)
+        rewritten.pop("$defs", None)
+        self.definitions[name] = rewritten
+        return name
+
+    def _name(self, uri: str, pointer: str) -> str:
+        if pointer == "":
+            return pascal_case(self.tree.paths[uri].stem)
+        parts = pointer.split("/")
+        if len(parts) != 3 or parts[:2] != ["", "$defs"]:
+            raise SchemaTreeError(
+                f"{self.tree.paths[uri]}#{pointer}: references must name a whole file "
+                "or one entry of its `$defs`"
+            )
+        return parts[2]
+
+
+def _follow(document: JSONSchema, pointer: str, path: Path) -> JSONSchema:
+    node: Any = document
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or token not in node:
+            raise SchemaTreeError(f"{path}#{pointer}: no such definition")
+        node = node[token]
+    if not isinstance(node, dict):
+        raise SchemaTreeError(f"{path}#{pointer}: is not a schema")
+    return node
+
+
+def walk(schema: Any, pointer: str = "") -> Iterator[tuple[str, JSONSchema]]:
+    """Every subschema of a schema with its JSON Pointer, the schema itself first."""
+    if not isinstance(schema, dict):
+        return
+    yield pointer, schema
+    for key, value in schema.items():
+        if key in ("properties", "$defs", "patternProperties", "dependentSchemas"):
+            for name, sub in value.items():
+                yield from walk(sub, f"{pointer}/{key}/{_escape(name)}")
+        elif key in ("items", "additionalProperties", "propertyNames", "not", "if", "then", "else"):
+            yield from walk(value, f"{pointer}/{key}")
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            for index, sub in enumerate(value):
+                yield from walk(sub, f"{pointer}/{key}/{index}")
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,3 @@
+from plancontracts.runtime.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,346 @@
+"""The `plancontracts` command.
+
+Exit status: 0 when everything checked is valid, 1 when a document is invalid
+or cannot be read, 2 when the command line itself is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+import msgspec
+from plancontracts.runtime.contracts import contract_names, contract_schema, root_type
+from plancontracts.runtime.errors import (
+    ContractError,
+    UnknownContractError,
+    Violation,
+    printable,
+)
+from plancontracts.runtime.schema_text import schema_text
+from plancontracts.runtime.validation import decode
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+class UsageError(Exception):
+    """The command line is wrong; the message says how."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with `argv` (default: `sys.argv[1:]`) and return its exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.run(args, sys.stdout)
+        return status
+    except (UsageError, UnknownContractError) as error:
+        parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`); stop quietly.
+        sys.stderr.close()
+        return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plancontracts",
+        description="Schema-first contracts for LLM planning systems.",
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    contracts = commands.add_parser("contracts", help="list the contracts")
+    contracts.set_defaults(run=_contracts)
+
+    schema = commands.add_parser("schema", help="print a contract's schema")
+    schema.add_argument("contract", metavar="CONTRACT")
+    schema.add_argument(
+        "--text", action="store_true", help="print the text shown to a model instead of JSON"
+    )
+    schema.set_defaults(run=_schema)
+
+    validate = commands.add_parser("validate", help="validate JSON documents against a contract")
+    validate.add_argument("contract", metavar="CONTRACT")
+    validate.add_argument("files", metavar="FILE", nargs="+", help="a JSON file, or - for stdin")
+    validate.add_argument(
+        "--ndjson", action="store_true", help="each line of each FILE is one document"
+    )
+    validate.add_argument("--json", action="store_true", help="print one JSON object per document")
+    validate.add_argument(
+        "--max-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BYTES,
+        metavar="N",
+        help=f"refuse documents (or lines) larger than N bytes (default {DEFAULT_MAX_BYTES})",
+    )
+    validate.set_defaults(run=_validate)
+
+    examples = commands.add_parser(
+        "examples", help="validate the example documents bundled with every contract"
+    )
+    examples.set_defaults(run=_examples)
+
+    generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
+    generate.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
+    )
+    generate.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
+    generate.add_argument("--out", type=Path, metavar="DIR", help="the generated/ folder")
+    generate.set_defaults(run=_generate)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+# contracts, schema ------------------------------------------------------------
+
+
+def _contracts(args: argparse.Namespace, out: TextIO) -> int:
+    names = contract_names()
+    width = max(map(len, names))
+    for name in names:
+        out.write(f"{name:<{width}}  {contract_schema(name).get('title', '')}\n")
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace, out: TextIO) -> int:
+    if args.text:
+        out.write(schema_text(args.contract))
+    else:
+        out.write(json.dumps(contract_schema(args.contract), indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+# validate -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one document."""
+
+    file: str
+    line: int | None
+    violations: tuple[Violation, ...]
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+
+def _validate(args: argparse.Namespace, out: TextIO) -> int:
+    root_type(args.contract)  # an unknown contract is a usage error, before any reading
+    if args.files.count("-") > 1:
+        raise UsageError("standard input (-) can be read only once")
+    report = _JsonReport(out) if args.json else _TextReport(out, ndjson=args.ndjson)
+    for name in args.files:
+        for outcome in _outcomes(args.contract, name, args.ndjson, args.max_bytes):
+            report.add(outcome)
+        report.end_file(name)
+    return report.finish()
+
+
+def _outcomes(contract: str, name: str, ndjson: bool, limit: int) -> Iterator[Outcome]:
+    try:
+        with _opened(name) as stream:
+            if ndjson:
+                for number, line in _lines(stream, limit):
+                    yield _judge(contract, name, number, line)
+                return
+            data = stream.read(limit + 1)
+    except OSError as error:
+        yield Outcome(name, None, (Violation("", _unreadable(error)),))
+        return
+    if len(data) > limit:
+        yield Outcome(name, None, (Violation("", f"larger than {limit} bytes (see --max-bytes)"),))
+    else:
+        yield _judge(contract, name, None, data)
+
+
+def _opened(name: str) -> AbstractContextManager[BinaryIO]:
+    """The file to read, or standard input for `-` (left open afterwards)."""
+    if name == "-":
+        return nullcontext(sys.stdin.buffer)
+    return Path(name).open("rb")
+
+
+def _judge(contract: str, name: str, line: int | None, data: bytes | Violation) -> Outcome:
+    if isinstance(data, Violation):
+        return Outcome(name, line, (data,))
+    try:
+        decode(contract, data)
+    except ContractError as error:
+        return Outcome(name, line, error.violations)
+    return Outcome(name, line, ())
+
+
+def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | Violation]]:
+    """Numbered lines of an NDJSON stream, each read in at most `limit` + 1 bytes of memory."""
+    number = 0
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # skip the rest of the long line
+                line = stream.readline(limit + 1)
+            yield number, Violation("", f"line longer than {limit} bytes (see --max-bytes)")
+        elif not line.strip():
+            yield number, Violation("", "empty line: expected one JSON document per line")
+        else:
+            yield number, line
+
+
+def _unreadable(error: OSError) -> str:
+    if isinstance(error, IsADirectoryError):
+        return "is a directory, not a JSON file"
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    return f"cannot read: {(error.strerror or str(error)).lower()}"
+
+
+def _label(name: str) -> str:
+    text = "<stdin>" if name == "-" else name
+    return printable(text)
+
+
+class _TextReport:
+    def __init__(self, out: TextIO, *, ndjson: bool) -> None:
+        self.out = out
+        self.ndjson = ndjson
+        self.valid = self.invalid = 0
+        self.file_valid = self.file_invalid = 0
+
+    def add(self, outcome: Outcome) -> None:
+        where = _label(outcome.file) + (f":{outcome.line}" if outcome.line else "")
+        if outcome.valid:
+            self.valid += 1
+            self.file_valid += 1
+            if not self.ndjson:
+                self.out.write(f"{where}: valid\n")
+            return
+        self.invalid += 1
+        self.file_invalid += 1
+        count = len(outcome.violations)
+        self.out.write(f"{where}: invalid ({count} violation{'s' if count > 1 else ''})\n")
+        for violation in outcome.violations:
+            self.out.write(f"  {_label(str(violation))}\n")
+        self.out.flush()
+
+    def end_file(self, name: str) -> None:
+        if self.ndjson:
+            total = self.file_valid + self.file_invalid
+            self.out.write(
+                f"{_label(name)}: {total} document{'s' if total != 1 else ''}, "
+                f"{self.file_invalid} invalid\n"
+            )
+        self.file_valid = self.file_invalid = 0
+
+    def finish(self) -> int:
+        total = self.valid + self.invalid
+        self.out.write(
+            f"{total} document{'s' if total != 1 else ''} checked: "
+            f"{self.valid} valid, {self.invalid} invalid\n"
+        )
+        return EXIT_INVALID if self.invalid else EXIT_OK
+
+
+class _JsonReport:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.invalid = 0
+
+    def add(self, outcome: Outcome) -> None:
+        record: dict[str, object] = {"file": outcome.file, "valid": outcome.valid}
+        if outcome.line is not None:
+            record["line"] = outcome.line
+        record["errors"] = [
+            {"pointer": v.pointer, "message": v.message} for v in outcome.violations
+        ]
+        self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.out.flush()
+        self.invalid += not outcome.valid
+
+    def end_file(self, name: str) -> None:
+        return None
+
+    def finish(self) -> int:
+        return EXIT_INVALID if self.invalid else EXIT_OK
+
+
+# examples -----------------------------------------------------------------------
+
+
+def _examples(args: argparse.Namespace, out: TextIO) -> int:
+    """Decode every bundled example, then encode the typed object and decode it again."""
+    names = contract_names()
+    width = max(map(len, names))
+    out.write("Each contract's bundled examples, decoded into typed objects and back:\n\n")
+    failures = total = 0
+    for name in names:
+        examples = contract_schema(name).get("examples", [])
+        problems: list[str] = []
+        for index, example in enumerate(examples):
+            try:
+                typed = decode(name, json.dumps(example))
+                if decode(name, msgspec.json.encode(typed)) != typed:
+                    problems.append(f"example {index + 1} changed in a round trip")
+            except ContractError as error:
+                problems += [f"example {index + 1}: {violation}" for violation in error.violations]
+        total += len(examples)
+        verdict = "valid, round trip exact" if not problems else "INVALID"
+        count = f"{len(examples)} example{'s' if len(examples) != 1 else ''}"
+        out.write(f"  {name:<{width}}  {count:<10}  {verdict}\n")
+        for problem in problems:
+            out.write(f"      {_label(problem)}\n")
+        failures += bool(problems) or not examples
+    out.write(f"\n{len(names)} contracts, {total} examples: ")
+    out.write("all valid.\n" if not failures else f"{failures} contracts failed.\n")
+    return EXIT_INVALID if failures else EXIT_OK
+
+
+# generate -----------------------------------------------------------------------
+
+
+def _generate(args: argparse.Namespace, out: TextIO) -> int:
+    from plancontracts.codegen import generate
+    from plancontracts.codegen.schemas import SchemaTreeError
+
+    project = Path(generate.__file__).resolve().parent.parent
+    schemas = args.schemas or project / "schemas"
+    target = args.out or project / "generated"
+    if not schemas.is_dir():
+        raise UsageError(
+            f"no schema folder at {schemas}; in an installed copy, give --schemas DIR and --out DIR"
+        )
+    try:
+        changed = (generate.check if args.check else generate.write)(schemas, target)
+    except SchemaTreeError as error:
+        sys.stderr.write(f"plancontracts: {error}\n")
+        return EXIT_INVALID
+    if args.check:
+        for relative in changed:
+            out.write(f"stale: {target / relative}\n")
+        out.write(f"{target} is {'stale' if changed else 'up to date'}\n")
+        return EXIT_INVALID if changed else EXIT_OK
+    for relative in changed:
+        out.write(f"wrote {target / relative}\n")
+    out.write(f"{target}: {len(changed)} file{'s' if len(changed) != 1 else ''} changed\n")
+    return EXIT_OK

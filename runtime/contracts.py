@@ -1,0 +1,65 @@
+"""The contracts this package knows: names, typed roots and bundled schemas.
+
+Everything here is read from `plancontracts.generated`, which the code
+generator derives from `schemas/`; nothing is listed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from plancontracts.generated import ROOT_TYPES, SCHEMA_ONLY_RULES
+from plancontracts.runtime.errors import UnknownContractError
+
+
+def contract_names() -> tuple[str, ...]:
+    """The names of every contract, sorted."""
+    return tuple(sorted(ROOT_TYPES))
+
+
+def root_type(contract: str) -> Any:
+    """The generated type of `contract`'s documents (a msgspec Struct, or a union or map of them).
+
+    Raises `UnknownContractError` for a name that is not a contract.
+    """
+    try:
+        return ROOT_TYPES[contract]
+    except KeyError:
+        raise UnknownContractError(contract, contract_names()) from None
+
+
+def has_schema_only_rules(contract: str) -> bool:
+    """Whether `contract` has rules the generated types cannot enforce."""
+    root_type(contract)
+    return bool(SCHEMA_ONLY_RULES[contract])
+
+
+@cache
+def _schema_text(contract: str) -> str:
+    root_type(contract)
+    resource = files("plancontracts.generated") / "schemas" / f"{contract}.json"
+    return resource.read_text(encoding="utf-8")
+
+
+def contract_schema(contract: str) -> dict[str, Any]:
+    """`contract`'s JSON Schema as one self-contained document, a fresh copy on every call.
+
+    Every reference is bundled into its `$defs`, so any JSON Schema tool can
+    use it on its own. Raises `UnknownContractError` for an unknown name.
+    """
+    schema: dict[str, Any] = json.loads(_schema_text(contract))
+    return schema
+
+
+@cache
+def schema_validator(contract: str) -> Draft202012Validator:
+    """A `jsonschema` validator for `contract`, built once per process.
+
+    Formats are annotations, as draft 2020-12 specifies by default; the
+    contracts assert uuid and date-time with patterns instead.
+    """
+    return Draft202012Validator(contract_schema(contract))

@@ -1,0 +1,58 @@
+"""The errors validation raises, and the violations they carry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One way a document breaks its contract.
+
+    `pointer` is an RFC 6901 JSON Pointer to the offending value (or, for a
+    missing field, to the object that lacks it); the empty string means the
+    document as a whole. `message` is one line of plain text.
+    """
+
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.pointer or '(document)'}: {self.message}"
+
+
+class ContractError(ValueError):
+    """A document is not a valid instance of its contract.
+
+    `contract` names the contract; `violations` lists every problem found,
+    never empty. Malformed JSON is reported the same way, as one violation
+    at the document's root.
+    """
+
+    def __init__(self, contract: str, violations: tuple[Violation, ...]) -> None:
+        if not violations:
+            raise ValueError("a ContractError needs at least one violation")
+        self.contract = contract
+        self.violations = violations
+        count = len(violations)
+        noun = "violation" if count == 1 else "violations"
+        lines = [f"not a valid {contract} document ({count} {noun}):"]
+        lines += [f"  {violation}" for violation in violations]
+        super().__init__("\n".join(lines))
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newlines, bidi controls...) as a `\\uXXXX` escape.
+
+    Messages and pointers can quote hostile input; this keeps each on one
+    honest terminal line.
+    """
+    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+
+class UnknownContractError(LookupError):
+    """No contract has the given name."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        self.name = name
+        super().__init__(f"unknown contract {name!r}; the contracts are: {', '.join(known)}")

@@ -1,0 +1,143 @@
+"""Strict parsing of one JSON document, with errors a person can act on.
+
+msgspec does the parsing. It already refuses what JSON forbids (NaN,
+Infinity, trailing commas, a byte order mark, invalid UTF-8, trailing
+characters), but it keeps the last of duplicate keys without a word, so this
+module adds that check.
+
+Finding duplicates costs almost nothing on the common path. Re-encoding the
+parsed value writes one colon per object member plus the colons inside
+strings; the original text holds the same colons, plus one more for every
+member that a later duplicate replaced, as long as no colon was written as the
+escape `\\u003a`. So the colon counts differ exactly when a key was
+duplicated. When they differ, or when the escape occurs, a slow exact pass
+finds the first duplicate and where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+
+_BOM = b"\xef\xbb\xbf"
+_OFFSET = re.compile(r"\(byte (\d+)\)")
+_ESCAPED_COLON = re.compile(rb"\\u003[aA]")
+_ENCODER = msgspec.json.Encoder()
+_TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
+
+
+class MalformedJSON(ValueError):
+    """The text is not one well-formed JSON document.
+
+    `pointer` locates the problem when it is inside the value (duplicate
+    keys); otherwise it is empty and `message` gives line and column.
+    """
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+
+def parse(data: bytes) -> Any:
+    """Parse `data` as exactly one JSON document.
+
+    Returns plain Python values (dict, list, str, int, float, bool, None).
+    Raises `MalformedJSON` for anything that is not strict JSON, including
+    duplicate keys within one object.
+    """
+    try:
+        value = msgspec.json.decode(data)
+    except RecursionError:
+        raise MalformedJSON(_TOO_DEEP) from None
+    except msgspec.ValidationError:
+        raise MalformedJSON("a number is too large to represent as a 64-bit float") from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as error:
+        raise _diagnose(data, str(error)) from None
+    try:
+        if _may_hold_duplicates(data, value):
+            pointer, key = _first_duplicate(data)
+            if pointer is not None:
+                raise MalformedJSON(f"duplicate key {json.dumps(key)} in one object", pointer)
+    except RecursionError:
+        raise MalformedJSON(_TOO_DEEP) from None
+    return value
+
+
+def _may_hold_duplicates(data: bytes, value: Any) -> bool:
+    if _ESCAPED_COLON.search(data):
+        return True
+    return data.count(b":") != _ENCODER.encode(value).count(b":")
+
+
+def _first_duplicate(data: bytes) -> tuple[str | None, str]:
+    """The pointer of the first duplicated key, or None when there is none."""
+
+    class Pairs(list[tuple[str, Any]]):
+        pass
+
+    tree = json.loads(data, object_pairs_hook=Pairs)
+    stack: list[tuple[str, Any]] = [("", tree)]  # depth first, in document order
+    while stack:
+        pointer, node = stack.pop()
+        if isinstance(node, Pairs):
+            seen: set[str] = set()
+            for key, _ in node:
+                if key in seen:
+                    return f"{pointer}/{escape_token(key)}", key
+                seen.add(key)
+            children = [(f"{pointer}/{escape_token(key)}", child) for key, child in node]
+        elif isinstance(node, list):
+            children = [(f"{pointer}/{index}", child) for index, child in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(children))
+    return None, ""
+
+
+def escape_token(token: str) -> str:
+    """Escape one reference token of a JSON Pointer (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _diagnose(data: bytes, reason: str) -> MalformedJSON:
+    if data.startswith(_BOM):
+        return MalformedJSON("starts with a UTF-8 byte order mark, which JSON text must not have")
+    if not data.strip(b" \t\r\n"):
+        return MalformedJSON("empty document: expected a JSON value")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return MalformedJSON(
+            f"not valid UTF-8: byte 0x{data[error.start]:02x} at offset {error.start} "
+            f"({_place(data, error.start)})"
+        )
+    found = _OFFSET.search(reason)
+    if found:
+        offset = int(found.group(1))
+        if re.match(rb"-?(NaN|Infinity)", data[offset:]):
+            return MalformedJSON(f"NaN and Infinity are not JSON numbers ({_place(data, offset)})")
+        detail = _OFFSET.sub("", reason).removeprefix("JSON is malformed: ").strip()
+        return MalformedJSON(f"malformed JSON: {detail} ({_place(data, offset)})")
+    # msgspec gives no position here; the standard library's parser does.
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return MalformedJSON(
+            f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        )
+    except RecursionError:
+        return MalformedJSON(_TOO_DEEP)
+    # The standard library accepts what msgspec rightly refuses: an escape
+    # such as \ud800 that is half of a UTF-16 surrogate pair.
+    return MalformedJSON("a \\u escape stands for half of a UTF-16 surrogate pair, not a character")
+
+
+def _place(data: bytes, offset: int) -> str:
+    before = data[:offset]
+    line = before.count(b"\n") + 1
+    column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+    return f"line {line}, column {column}"

@@ -1,0 +1,248 @@
+"""Validating external JSON against a contract and decoding it into typed objects.
+
+Typed decoding is the fast path: msgspec parses the text and converts it into
+the generated structs, which enforce types, required and unknown fields,
+enums, bounds and patterns. The authoritative schema takes over in three
+cases: to explain a rejection (msgspec stops at the first problem; the schema
+lists every one, each with its JSON Pointer), for contracts with rules the
+structs cannot express, and where the two disagree about a value, which
+happens for one known case only: JSON Schema counts `1.0` as an integer and
+msgspec does not. The schema decides; such numbers are typed as integers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import msgspec
+from jsonschema.exceptions import ValidationError as SchemaError
+from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
+from plancontracts.runtime.errors import ContractError, Violation, printable
+from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
+
+
+def decode(contract: str, data: bytes | str) -> Any:
+    """Decode one JSON document of `contract` into its generated type.
+
+    `data` is the document's text, as UTF-8 bytes or as str. Returns an
+    instance of the contract's root type (see `root_type`). Raises
+    `ContractError` listing every violation when the text is not strict JSON
+    or the document breaks the contract, and `UnknownContractError` when no
+    contract has that name.
+    """
+    target = root_type(contract)
+    value = _parse(contract, data)
+    try:
+        typed = msgspec.convert(value, target)
+    except msgspec.ValidationError:
+        problems = violations(contract, value)
+        if problems:
+            raise ContractError(contract, problems) from None
+        return _convert_integral_floats(value, target)
+    if has_schema_only_rules(contract):
+        problems = violations(contract, value)
+        if problems:
+            raise ContractError(contract, problems)
+    return typed
+
+
+def violations(contract: str, value: Any) -> tuple[Violation, ...]:
+    """Every violation of `contract`'s schema by the parsed JSON `value`, in document order."""
+    validator = schema_validator(contract)
+    found: list[Violation] = []
+    for error in validator.iter_errors(value):
+        found.extend(_explain(error, validator.schema))
+    return tuple(sorted(set(found), key=_document_order))
+
+
+def _parse(contract: str, data: bytes | str) -> Any:
+    if isinstance(data, str):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as error:
+            where = f"at character {error.start}"
+            raise ContractError(
+                contract, (Violation("", f"text holds a lone surrogate {where}, not UTF-8"),)
+            ) from None
+    elif not isinstance(data, bytes):
+        raise TypeError(f"decode() takes bytes or str, not {type(data).__name__}")
+    try:
+        return parse(data)
+    except MalformedJSON as error:
+        raise ContractError(contract, (Violation(error.pointer, error.message),)) from None
+
+
+def _convert_integral_floats(value: Any, target: Any) -> Any:
+    def integral(node: Any) -> Any:
+        if isinstance(node, float) and node.is_integer():
+            return int(node)
+        if isinstance(node, dict):
+            return {key: integral(child) for key, child in node.items()}
+        if isinstance(node, list):
+            return [integral(child) for child in node]
+        return node
+
+    try:
+        return msgspec.convert(integral(value), target)
+    except msgspec.ValidationError as error:
+        raise AssertionError(
+            f"the schema accepts a document that the generated types reject ({error}); "
+            "this is a bug in plancontracts' code generation"
+        ) from error
+
+
+def _document_order(violation: Violation) -> tuple[tuple[int, int | str], ...]:
+    tokens = violation.pointer.split("/")[1:]
+    return (*((0, int(t)) if t.isdigit() else (1, t) for t in tokens), (2, violation.message))
+
+
+# Messages ------------------------------------------------------------------
+
+
+def _explain(error: SchemaError, root: Any) -> list[Violation]:
+    """Turn one jsonschema error into violations with plain, one-line messages."""
+    pointer = _pointer(error.absolute_path)
+    keyword = str(error.validator)
+    expected: Any = error.validator_value
+    instance: Any = error.instance
+    schema: Any = error.schema
+    if "propertyNames" in error.relative_schema_path:
+        # jsonschema reports a bad key at its object, with the key as the instance.
+        key = str(instance)
+        message = f"the key {_describe(keyword, expected, key)}"
+        return [Violation(f"{pointer}/{escape_token(key)}", message)]
+    if keyword == "additionalProperties" and expected is False:
+        known = list(schema.get("properties", {}))
+        return [
+            Violation(f"{pointer}/{escape_token(key)}", _unknown_field(key, known))
+            for key in instance
+            if key not in known
+        ]
+    if keyword == "oneOf" and "discriminator" in schema:
+        return _explain_tagged(error, schema, pointer, root)
+    if keyword == "anyOf" and {"type": "null"} in expected:
+        # A nullable value: explain what is wrong with the value it is not null for.
+        null_branch = expected.index({"type": "null"})
+        return [
+            Violation(violation.pointer, f"{violation.message}, or null")
+            for sub in error.context or ()
+            if sub.relative_schema_path[0] != null_branch
+            for violation in _explain(sub, root)
+        ]
+    return [Violation(pointer, _describe(keyword, expected, instance))]
+
+
+def _explain_tagged(error: SchemaError, schema: Any, pointer: str, root: Any) -> list[Violation]:
+    tag = schema["discriminator"]["propertyName"]
+    tags = []
+    for branch in schema["oneOf"]:
+        target = root["$defs"][branch["$ref"].removeprefix("#/$defs/")]
+        tags.append(target["properties"][tag]["const"])
+    instance: Any = error.instance
+    choices = ", ".join(json.dumps(value) for value in tags)
+    if not isinstance(instance, dict):
+        return [Violation(pointer, f"expected an object, got {_json_type(instance)}")]
+    if tag not in instance:
+        return [Violation(pointer, f'missing required field "{tag}" (one of {choices})')]
+    if instance[tag] not in tags:
+        message = f"unknown {tag} {_show(instance[tag])}; expected one of {choices}"
+        return [Violation(f"{pointer}/{escape_token(tag)}", message)]
+    chosen = tags.index(instance[tag])
+    return [
+        violation
+        for sub in error.context or ()
+        if sub.relative_schema_path[0] == chosen
+        for violation in _explain(sub, root)
+    ]
+
+
+def _describe(keyword: str, expected: Any, instance: Any) -> str:
+    match keyword:
+        case "type":
+            wanted = expected if isinstance(expected, list) else [expected]
+            names = " or ".join(_TYPE_NAMES[name] for name in wanted)
+            return f"expected {names}, got {_json_type(instance)}"
+        case "required":
+            missing = [_show(name) for name in expected if name not in instance]
+            noun = "field" if len(missing) == 1 else "fields"
+            return f"missing required {noun} {', '.join(missing)}"
+        case "enum":
+            return f"{_show(instance)} is not one of {', '.join(_show(v) for v in expected)}"
+        case "const":
+            return f"must be {_show(expected)}, got {_show(instance)}"
+        case "pattern":
+            return (
+                f"{_show(instance)} does not match the pattern {_show(_display_pattern(expected))}"
+            )
+        case "minLength":
+            return f"is {len(instance)} characters long; needs at least {expected}"
+        case "maxLength":
+            return f"is {len(instance)} characters long; at most {expected} allowed"
+        case "minItems":
+            return f"has {len(instance)} items; needs at least {expected}"
+        case "maxItems":
+            return f"has {len(instance)} items; at most {expected} allowed"
+        case "minProperties" | "maxProperties":
+            count = f"{len(instance)} field" + ("" if len(instance) == 1 else "s")
+            if keyword == "minProperties":
+                return f"has {count}; needs at least {expected}"
+            return f"has {count}; at most {expected} allowed"
+        case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
+            return f"{_show(instance)} is {_BOUNDS[keyword]} {expected}"
+        case _:
+            return f"breaks the rule {keyword!r} of the schema ({_show(expected)})"
+
+
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+_BOUNDS = {
+    "minimum": "less than the minimum",
+    "exclusiveMinimum": "not greater than",
+    "maximum": "greater than the maximum",
+    "exclusiveMaximum": "not less than",
+}
+
+
+def _unknown_field(key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f'; did you mean "{close[0]}"?' if close else ""
+    return f"unknown field {_show(key)}{hint}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return f"the string {_show(value)}"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _display_pattern(pattern: str) -> str:
+    # `$(?!\n)` is how the schemas spell "end of text" portably; say just `$`.
+    return pattern.replace("$(?!\\n)", "$")
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A short, printable, one-line rendering of a JSON value."""
+    text = json.dumps(value, ensure_ascii=False)
+    text = printable(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _pointer(path: Any) -> str:
+    return "".join(f"/{escape_token(str(token))}" for token in path)
