@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 import msgspec
+
 from plancontracts.runtime.contracts import contract_names, contract_schema, root_type
 from plancontracts.runtime.errors import (
     ContractError,
@@ -46,9 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader went away (`| head`); stop quietly.
-        sys.stderr.close()
-        return EXIT_OK
+        # The reader went away (`| head`). Point stdout at /dev/null so the
+        # final flush at exit cannot fail again, and report the cut short output.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INVALID
 
 
 def _parser() -> argparse.ArgumentParser:

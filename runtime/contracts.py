@@ -12,6 +12,7 @@ from importlib.resources import files
 from typing import Any
 
 from jsonschema import Draft202012Validator
+
 from plancontracts.generated import ROOT_TYPES, SCHEMA_ONLY_RULES
 from plancontracts.runtime.errors import UnknownContractError
 

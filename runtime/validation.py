@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 import msgspec
 from jsonschema.exceptions import ValidationError as SchemaError
+
 from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
 from plancontracts.runtime.errors import ContractError, Violation, printable
 from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
@@ -95,7 +97,9 @@ def _convert_integral_floats(value: Any, target: Any) -> Any:
 
 def _document_order(violation: Violation) -> tuple[tuple[int, int | str], ...]:
     tokens = violation.pointer.split("/")[1:]
-    return (*((0, int(t)) if t.isdigit() else (1, t) for t in tokens), (2, violation.message))
+    index = re.compile(r"[0-9]+")
+    ordered = ((0, int(t)) if index.fullmatch(t) else (1, t) for t in tokens)
+    return (*ordered, (2, violation.message))
 
 
 # Messages ------------------------------------------------------------------

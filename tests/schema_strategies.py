@@ -1,0 +1,208 @@
+"""Hypothesis strategies derived from a bundled contract schema.
+
+`valid_documents(schema)` draws documents the schema accepts, for the subset
+of JSON Schema the contracts use. Every drawn document is checked with the
+`jsonschema` library by the tests that use it, so a mistake here shows up as
+a failing test, never as a silent gap. `mutated(document)` draws one small
+change to a document: a key dropped, added or misspelled, or a value
+replaced by one of another type, an edge value or a hostile string.
+
+hypothesis-jsonschema would derive the first strategy too, but on these
+schemas it needs minutes per thousand documents; this needs seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import strategies as st
+
+JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_END_OF_TEXT = "$(?!\\n)"
+
+
+def valid_documents(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Documents valid against `schema`, a bundled schema with local `$defs` only."""
+    return _Builder(schema.get("$defs", {})).build(schema)
+
+
+class _Builder:
+    def __init__(self, definitions: dict[str, Any]) -> None:
+        self.definitions = definitions
+        self.named: dict[str, st.SearchStrategy[Any]] = {}
+
+    def build(self, schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+        if "$ref" in schema:
+            name = schema["$ref"].removeprefix("#/$defs/")
+            if name not in self.named:
+                self.named[name] = st.deferred(lambda: self.build(self.definitions[name]))
+            return self.named[name]
+        if "const" in schema:
+            return st.just(schema["const"])
+        if "enum" in schema:
+            return st.sampled_from(schema["enum"])
+        if "anyOf" in schema:
+            return st.one_of(*(self.build(branch) for branch in schema["anyOf"]))
+        if "oneOf" in schema:
+            return st.one_of(*(self.build(branch) for branch in schema["oneOf"]))
+        kind = schema.get("type")
+        if kind == "string":
+            return self.string(schema)
+        if kind == "integer":
+            return st.integers(schema.get("minimum", -(2**53)), schema.get("maximum", 2**53))
+        if kind == "number":
+            low, high = schema.get("minimum"), schema.get("maximum")
+            floats = st.floats(low, high, allow_nan=False, allow_infinity=False)
+            return floats | st.integers(
+                int(low) if low is not None else -(2**53), int(high) if high is not None else 2**53
+            )
+        if kind == "boolean":
+            return st.booleans()
+        if kind == "null":
+            return st.none()
+        if kind == "array":
+            low = schema.get("minItems", 0)
+            high = min(schema.get("maxItems", low + 2), low + 2)
+            return st.lists(self.build(schema.get("items", {})), min_size=low, max_size=high)
+        if kind == "object":
+            return self.object(schema)
+        raise NotImplementedError(f"no strategy for {schema}")
+
+    def string(self, schema: dict[str, Any]) -> st.SearchStrategy[str]:
+        low = schema.get("minLength", 0)
+        high = schema.get("maxLength")
+        if "pattern" in schema:
+            pattern = schema["pattern"].replace(_END_OF_TEXT, "$")
+            texts = st.from_regex(re.compile(pattern), fullmatch=True)
+        else:
+            # Mostly short text; sometimes exactly as long as allowed, to test the bound
+            # (one repeated character, which costs hypothesis almost no entropy).
+            texts = st.text(
+                min_size=low, max_size=low + 12 if high is None else min(high, low + 12)
+            )
+            if high is not None:
+                texts = texts | st.characters(codec="utf-8").map(lambda ch: ch * high)
+        return texts.filter(
+            lambda text: low <= len(text) <= (high if high is not None else len(text))
+        )
+
+    def object(self, schema: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+        low = schema.get("minProperties", 0)
+        high = schema.get("maxProperties")
+        if "properties" in schema:
+            required = set(schema.get("required", ()))
+            properties = schema["properties"]
+            strategy = st.fixed_dictionaries(
+                {name: self.build(sub) for name, sub in properties.items() if name in required},
+                optional={
+                    name: self.build(sub)
+                    for name, sub in properties.items()
+                    if name not in required
+                },
+            )
+            return strategy.filter(lambda d: low <= len(d) <= (high or len(d)))
+        values = schema.get("additionalProperties", True)
+        keys = (
+            self.build(schema["propertyNames"])
+            if "propertyNames" in schema
+            else st.text(max_size=8)
+        )
+        size = min(high if high is not None else low + 2, low + 2)
+        return st.dictionaries(
+            keys, JSON_VALUES if values is True else self.build(values), min_size=low, max_size=size
+        )
+
+
+# Mutations --------------------------------------------------------------------
+
+EDGE_VALUES = st.one_of(
+    JSON_SCALARS,
+    st.sampled_from(
+        [
+            1.0,
+            -0.0,
+            2**64,
+            -(2**64),
+            "",
+            " ",
+            "S001\n",
+            "dice-roller\n",
+            "<script>alert(1)</script>",
+            "\u202egnp.exe",
+            "x" * 5000,
+            [],
+            {},
+            [None],
+        ]
+    ),
+)
+
+
+def locations(document: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths to every value in `document`, the document itself first."""
+    found = [path]
+    if isinstance(document, dict):
+        for key, value in document.items():
+            found += locations(value, (*path, key))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found += locations(value, (*path, index))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, document: Any) -> Any:
+    """`document` with one small change, which may or may not keep it valid."""
+    path = draw(st.sampled_from(locations(document)))
+    target = _copy(document)
+    parent: Any = None
+    node = target
+    for step in path:
+        parent, node = node, node[step]
+    kind = draw(st.sampled_from(["replace", "integral", "drop", "add", "misspell", "newline"]))
+    if kind == "integral" and isinstance(node, int) and not isinstance(node, bool):
+        return _replace(target, parent, path, float(node))
+    if kind == "newline" and isinstance(node, str):
+        return _replace(target, parent, path, node + "\n")
+    if isinstance(node, dict) and kind in ("drop", "misspell") and node:
+        key = draw(st.sampled_from(sorted(node)))
+        value = node.pop(key)
+        if kind == "misspell":
+            node[key[:-1] + ("e" if key.endswith("a") else "a") if key else "x"] = value
+        return target
+    if isinstance(node, dict) and kind == "add":
+        node[draw(st.text(min_size=1, max_size=12))] = draw(EDGE_VALUES)
+        return target
+    if isinstance(node, list) and kind == "drop" and node:
+        node.pop(draw(st.integers(0, len(node) - 1)))
+        return target
+    return _replace(target, parent, path, draw(EDGE_VALUES))
+
+
+def _replace(root: Any, parent: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    parent[path[-1]] = value
+    return root
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_copy(child) for child in value]
+    return value

@@ -1,0 +1,122 @@
+"""The generated models and the schemas agree, for every contract, on every document drawn.
+
+For each contract, hypothesis draws valid documents from the schema and
+mutates each into a possibly invalid one. For every document:
+
+- the typed path alone (msgspec converting into the generated types) and the
+  `jsonschema` library give the same verdict, except where the schema has
+  rules the types cannot express (then the types may only be more lenient)
+  and for integral floats such as `1.0` in an integer field, which JSON
+  Schema accepts and msgspec does not;
+- `decode`, the public path, gives exactly the schema's verdict;
+- a rejection names only places that exist in the document;
+- an accepted document loses nothing: the typed object holds every value of
+  the input and survives an encode/decode round trip unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from schema_strategies import mutated, valid_documents
+
+from plancontracts.runtime import ContractError, contract_names, contract_schema, decode, root_type
+from plancontracts.runtime.contracts import has_schema_only_rules
+
+
+@pytest.mark.parametrize("contract", contract_names())
+def test_typed_path_and_schema_agree(contract: str) -> None:
+    schema = contract_schema(contract)
+    validator = Draft202012Validator(schema)
+    drawn = {"documents": 0, "valid mutants": 0, "invalid mutants": 0}
+
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        document = data.draw(valid_documents(schema), label="document")
+        assert judge(contract, validator, document), f"the strategy drew an invalid {contract}"
+        mutant = data.draw(mutated(document), label="mutant")
+        verdict = judge(contract, validator, mutant)
+        drawn["documents"] += 1
+        drawn["valid mutants" if verdict else "invalid mutants"] += 1
+
+    check()
+    # A strategy that silently drew nothing would make this test prove nothing.
+    assert drawn["documents"] >= settings().max_examples, drawn
+    assert drawn["invalid mutants"] > 0, drawn
+
+
+def judge(contract: str, validator: Draft202012Validator, document: Any) -> bool:
+    """Check every agreement property on one document; return the schema's verdict."""
+    schema_ok = validator.is_valid(document)
+    try:
+        msgspec.convert(document, root_type(contract))
+        typed_ok = True
+    except msgspec.ValidationError:
+        typed_ok = False
+    if schema_ok and not typed_ok:
+        assert has_integral_float(document), "the types reject a document the schema accepts"
+    if typed_ok and not schema_ok:
+        assert has_schema_only_rules(contract), "the types accept a document the schema rejects"
+
+    text = json.dumps(document).encode()
+    try:
+        typed = decode(contract, text)
+    except ContractError as error:
+        assert not schema_ok, "decode() rejects a document the schema accepts"
+        for violation in error.violations:
+            assert resolves(document, violation.pointer), violation
+        return False
+    assert schema_ok, "decode() accepts a document the schema rejects"
+    assert holds(msgspec.to_builtins(typed), document), "the typed object lost input values"
+    assert decode(contract, msgspec.json.encode(typed)) == typed
+    return True
+
+
+def has_integral_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, dict):
+        return any(has_integral_float(child) for child in value.values())
+    if isinstance(value, list):
+        return any(has_integral_float(child) for child in value)
+    return False
+
+
+def resolves(document: Any, pointer: str) -> bool:
+    """Whether the JSON Pointer names a value in `document`."""
+    node = document
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and re.fullmatch("[0-9]+", token) and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return True
+
+
+def holds(output: Any, given_value: Any) -> bool:
+    """Whether `output` contains every value of `given_value` (it may add defaults)."""
+    if isinstance(given_value, dict):
+        return isinstance(output, dict) and all(
+            key in output and holds(output[key], child) for key, child in given_value.items()
+        )
+    if isinstance(given_value, list):
+        return (
+            isinstance(output, list)
+            and len(output) == len(given_value)
+            and all(holds(o, g) for o, g in zip(output, given_value, strict=True))
+        )
+    if isinstance(given_value, float) and given_value.is_integer() and isinstance(output, int):
+        return output == given_value  # an integral float typed as an integer
+    if type(given_value) is int and type(output) is float:
+        return output == given_value  # an integer in a `number` field
+    return type(output) is type(given_value) and output == given_value
