@@ -95,7 +95,8 @@ class _Renderer:
     def type_of(self, schema: dict[str, Any]) -> str:
         name = self.reference(schema)
         if name:
-            return f"a {name} object (see below)"
+            article = "an" if name[0] in "AEIOU" else "a"
+            return f"{article} {name} object (see below)"
         if "$ref" in schema:
             return self.type_of(self.definitions[schema["$ref"].removeprefix("#/$defs/")])
         if "anyOf" in schema:

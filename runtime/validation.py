@@ -24,6 +24,8 @@ from plancontracts.runtime.contracts import has_schema_only_rules, root_type, sc
 from plancontracts.runtime.errors import ContractError, Violation, printable
 from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
 
+_ARRAY_INDEX = re.compile(r"[0-9]+")
+
 
 def decode(contract: str, data: bytes | str) -> Any:
     """Decode one JSON document of `contract` into its generated type.
@@ -97,8 +99,7 @@ def _convert_integral_floats(value: Any, target: Any) -> Any:
 
 def _document_order(violation: Violation) -> tuple[tuple[int, int | str], ...]:
     tokens = violation.pointer.split("/")[1:]
-    index = re.compile(r"[0-9]+")
-    ordered = ((0, int(t)) if index.fullmatch(t) else (1, t) for t in tokens)
+    ordered = ((0, int(t)) if _ARRAY_INDEX.fullmatch(t) else (1, t) for t in tokens)
     return (*ordered, (2, violation.message))
 
 
