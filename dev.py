@@ -48,9 +48,15 @@ def setup() -> None:
     if not PYTHON.exists():
         step("creating .venv")
         venv.create(VENV, with_pip=True)
-    step("installing plancontracts and its development tools into .venv")
-    run(PYTHON, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(PYTHON, "-m", "pip", "install", "--quiet", "--editable", f"{ROOT}[dev]")
+    step("installing plancontracts and its development tools into .venv (a minute or so)")
+    for command in (["--upgrade", "pip"], ["--editable", f"{ROOT}[dev]"]):
+        # pip's and setuptools' chatter is shown only when something fails.
+        done = subprocess.run(
+            [PYTHON, "-m", "pip", "install", "--quiet", *command], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            print(done.stdout + done.stderr, file=sys.stderr)
+            raise SystemExit(f"installing failed (exit {done.returncode}); see the output above")
     STAMP.write_text(wanted)
 
 
