@@ -18,6 +18,12 @@ from plancontracts.runtime.contracts import contract_schema
 _END_OF_TEXT = "$(?!\\n)"
 
 
+def display_pattern(pattern: str) -> str:
+    """A schema pattern as a reader needs it: `$(?!\\n)`, the schemas' portable
+    spelling of "end of text", becomes `$`."""
+    return pattern.replace(_END_OF_TEXT, "$")
+
+
 def schema_text(contract: str) -> str:
     """Markdown text describing `contract` for a model.
 
@@ -140,8 +146,7 @@ def _string_rules(schema: dict[str, Any]) -> str:
     if length:
         rules.append(length)
     if "pattern" in schema:
-        # `$(?!\n)` is how the schemas spell "end of text" portably; a model needs only `$`.
-        rules.append(f"matching `{schema['pattern'].replace(_END_OF_TEXT, '$')}`")
+        rules.append(f"matching `{display_pattern(schema['pattern'])}`")
     return f" ({', '.join(rules)})" if rules else ""
 
 

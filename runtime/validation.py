@@ -23,6 +23,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
 from plancontracts.runtime.errors import ContractError, Violation, printable
 from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
+from plancontracts.runtime.schema_text import display_pattern
 
 _ARRAY_INDEX = re.compile(r"[0-9]+")
 
@@ -178,9 +179,8 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
         case "const":
             return f"must be {_show(expected)}, got {_show(instance)}"
         case "pattern":
-            return (
-                f"{_show(instance)} does not match the pattern {_show(_display_pattern(expected))}"
-            )
+            pattern = _show(display_pattern(expected), limit=400)
+            return f"{_show(instance)} does not match the pattern {pattern}"
         case "minLength":
             return f"is {len(instance)} characters long; needs at least {expected}"
         case "maxLength":
@@ -235,11 +235,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return f"the string {_show(value)}"
     return "an array" if isinstance(value, list) else "an object"
-
-
-def _display_pattern(pattern: str) -> str:
-    # `$(?!\n)` is how the schemas spell "end of text" portably; say just `$`.
-    return pattern.replace("$(?!\\n)", "$")
 
 
 def _show(value: Any, limit: int = 60) -> str:

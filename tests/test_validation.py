@@ -214,3 +214,12 @@ def test_the_fast_duplicate_check_agrees_with_an_exact_one(text: str) -> None:
             parse(text.encode())
     else:
         parse(text.encode())
+
+
+def test_a_pattern_is_quoted_whole_and_as_a_reader_writes_it() -> None:
+    violation = violation_of("plan", plan_with(requestId="not-a-uuid"))
+    assert violation == Violation(
+        "/requestId",
+        '"not-a-uuid" does not match the pattern "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}'
+        '-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"',
+    )
