@@ -23,6 +23,8 @@ from urllib.parse import urldefrag, urljoin
 JSONSchema = dict[str, Any]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+# Keywords whose value maps names (data, not keywords) to subschemas.
+NAMED_SUBSCHEMAS = ("properties", "$defs", "patternProperties", "dependentSchemas")
 
 
 class SchemaTreeError(Exception):
@@ -153,8 +155,7 @@ class _Bundler:
                 key == "examples" and self.drop_examples
             ):
                 continue
-            elif key in ("properties", "$defs", "patternProperties", "dependentSchemas"):
-                # Maps from names to schemas: the names are data, not keywords.
+            elif key in NAMED_SUBSCHEMAS:
                 result[key] = {name: self.rewrite(sub, base) for name, sub in value.items()}
             elif key in ("examples", "default", "const", "enum"):
                 result[key] = copy.deepcopy(value)
@@ -213,7 +214,7 @@ def walk(schema: Any, pointer: str = "") -> Iterator[tuple[str, JSONSchema]]:
         return
     yield pointer, schema
     for key, value in schema.items():
-        if key in ("properties", "$defs", "patternProperties", "dependentSchemas"):
+        if key in NAMED_SUBSCHEMAS:
             for name, sub in value.items():
                 yield from walk(sub, f"{pointer}/{key}/{_escape(name)}")
         elif key in ("items", "additionalProperties", "propertyNames", "not", "if", "then", "else"):

@@ -18,6 +18,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from plancontracts.runtime.schema_text import display_pattern
+
 JSON_SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -32,7 +34,6 @@ JSON_VALUES = st.recursive(
     ),
     max_leaves=6,
 )
-_END_OF_TEXT = "$(?!\\n)"
 
 
 def valid_documents(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -86,7 +87,7 @@ class _Builder:
         low = schema.get("minLength", 0)
         high = schema.get("maxLength")
         if "pattern" in schema:
-            pattern = schema["pattern"].replace(_END_OF_TEXT, "$")
+            pattern = display_pattern(schema["pattern"])
             texts = st.from_regex(re.compile(pattern), fullmatch=True)
         else:
             # Mostly short text; sometimes exactly as long as allowed, to test the bound
