@@ -42,6 +42,7 @@ ROOT_TYPES: Final[dict[str, Any]] = {
     "story-premise": story_packages.StoryPremise,
     "story-update-element": story_packages.StoryUpdateElement,
     "tool-event": tool_plans.ToolEvent,
+    "tool-request": tool_plans.ToolRequest,
 }
 
 SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
@@ -69,4 +70,5 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "story-premise": (),
     "story-update-element": (),
     "tool-event": (),
+    "tool-request": (),
 }

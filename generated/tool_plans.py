@@ -227,6 +227,31 @@ class ToolInvocation(Struct, forbid_unknown_fields=True, kw_only=True):
     "When true and the plan's `parallel` is true, this tool may run at the same time as other tools it does not depend on."
     retry_policy: RetryPolicy | UnsetType = field(default=UNSET, name="retryPolicy")
     "How often to retry this call after a failure. Absent: the skill manifest's retry policy, else 3 retries starting at 100 ms."
+    timeout_ms: Annotated[int, Meta(ge=1, le=300000)] | UnsetType = field(
+        default=UNSET, name="timeoutMs"
+    )
+    "How long one attempt of this call may run, in milliseconds. Absent: the script's timeout from its skill manifest, else the executor's default (30 seconds). The plan's own deadline always comes first."
+
+
+class ToolRequest(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The one JSON object the executor writes to a skill script's standard input before closing it: which call this is, its input, and what the tools it depends on produced. Decisions: the input is wrapped rather than merged with the request id, so a script's input may use any key; a dependency that failed without being required appears with `null` in place of its output."""
+
+    version: ProtocolVersion
+    'The protocol version; always "0".'
+    request_id: RequestId = field(name="requestId")
+    "The id of this call: the plan's `requestId`, `/`, the tool's `toolId`. Events may repeat it."
+    tool_id: ToolId = field(name="toolId")
+    "The `toolId` of this call in the plan."
+    tool_path: RelativePath = field(name="toolPath")
+    "The `toolPath` of this call in the plan."
+    attempt: Annotated[int, Meta(ge=1, le=11)]
+    "Which attempt this is: 1 for the first run, then one more for each retry."
+    input: dict[str, Any]
+    "The call's `input` from the plan; an empty object when the plan gives none."
+    dependencies: dict[ToolId, dict[str, Any] | None]
+    "One entry per dependency of this call: the `output` the dependency produced (its `done` summary and the state it patched), or null when it failed and was not required."
+    data_dir: Annotated[str, Meta(max_length=4096, min_length=1)] = field(name="dataDir")
+    "An absolute path to the skill's private data folder, which exists and persists between runs. Scripts keep their files there."
 
 
 class UiEvent(Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=True, kw_only=True):
@@ -245,11 +270,11 @@ class UiEvent(Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=Tr
 
 
 class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 64 tools; `$comment` is accepted at the top as a note for humans."""
+    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); `$comment` is accepted at the top as a note for humans."""
 
     request_id: Uuid = field(name="requestId")
     "A fresh UUID that identifies this plan. The execution result repeats it as `planId`, and a replan names it as `metadata.parentPlanId`."
-    tools: Annotated[list[ToolInvocation], Meta(max_length=64)]
+    tools: Annotated[list[ToolInvocation], Meta(max_length=1024)]
     "The skill scripts to run. Order does not matter for execution; `dependencies` decide it. An empty list is a narration-only plan."
     comment: Comment | UnsetType = field(default=UNSET, name="$comment")
     "A note for human readers about this plan. Programs ignore it."
@@ -338,11 +363,11 @@ class ExecutionResult(Struct, forbid_unknown_fields=True, kw_only=True):
     "True when every required tool succeeded."
     can_replan: bool = field(name="canReplan")
     "True when a new plan for the same player input may do better, for example because other skills remain available."
-    failed_tools: Annotated[list[ToolId], Meta(max_length=64)] = field(name="failedTools")
+    failed_tools: Annotated[list[ToolId], Meta(max_length=1024)] = field(name="failedTools")
     "The `toolId`s of the tools that failed or timed out, in the order they finished."
     disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
     "The skills whose scripts failed here, together with those the plan already disabled. The next plan must not use them."
-    tool_results: Annotated[list[ToolResult], Meta(max_length=64)] = field(name="toolResults")
+    tool_results: Annotated[list[ToolResult], Meta(max_length=1024)] = field(name="toolResults")
     "One entry per tool of the plan, in the plan's order."
     aggregated_state: dict[str, Any] = field(name="aggregatedState")
     "The session state after merging every `state_patch` event, in dependency order."
