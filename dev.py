@@ -100,7 +100,7 @@ def type_check_view() -> Path:
     package.mkdir(parents=True)
     for name in ("__init__.py", "__main__.py", "py.typed"):
         (package / name).symlink_to(ROOT / "plancontracts" / name)
-    for name in ("codegen", "generated", "runtime"):
+    for name in ("codegen", "generated", "runtime", "skills"):
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
     shutil.copy(ROOT / "pyproject.toml", view / "pyproject.toml")
     return view

@@ -94,7 +94,7 @@ class AssetEvent(Struct, tag_field="type", tag="asset", forbid_unknown_fields=Tr
     ] = field(name="mediaType")
     "The IANA media type of the file, lower case, for example `image/png`."
     path: RelativePath
-    "Where the file is, relative to the script's working folder."
+    "Where the file is, relative to the skill folder (the script's working folder) or, when no file is there, to the skill's data folder. It must resolve to a file inside one of those two folders or a folder the executor allows for assets."
     request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
     "The request this event belongs to."
     timestamp: DateTime | UnsetType = UNSET

@@ -1,7 +1,9 @@
 """The `plancontracts` command.
 
 Exit status: 0 when everything checked is valid, 1 when a document is invalid
-or cannot be read, 2 when the command line itself is wrong.
+or cannot be read, 2 when the command line itself is wrong. `execute` exits 0
+when the plan succeeds, 1 when it fails, 2 when it is rejected before any
+tool runs. An interrupted command (Ctrl-C) exits 130.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 import msgspec
 
+from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.contracts import contract_names, contract_schema, root_type
 from plancontracts.runtime.errors import (
     ContractError,
@@ -46,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, UnknownContractError) as error:
         parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
     except KeyboardInterrupt:
+        sys.stderr.write("plancontracts: interrupted\n")
         return 130
     except BrokenPipeError:
         # The reader went away (`| head`). Point stdout at /dev/null so the
@@ -92,6 +97,42 @@ def _parser() -> argparse.ArgumentParser:
     )
     examples.set_defaults(run=_examples)
 
+    execute = commands.add_parser(
+        "execute", help="run a plan with skills and print its execution result"
+    )
+    execute.add_argument("plan", metavar="PLAN", help="a plan JSON file, or - for stdin")
+    execute.add_argument(
+        "--skills",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="a folder of skill folders (repeatable; default: the bundled skills)",
+    )
+    execute.add_argument(
+        "--json", action="store_true", help="print the execution-result document itself"
+    )
+    execute.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="where skills keep their data, one folder per skill "
+        "(default: $XDG_DATA_HOME/plancontracts/skills)",
+    )
+    execute.add_argument(
+        "--concurrency", type=_positive_int, metavar="N", help="most tools at once (default: CPUs)"
+    )
+    execute.add_argument(
+        "--timeout", type=_seconds, default=60.0, metavar="S", help="plan deadline (default 60)"
+    )
+    execute.add_argument(
+        "--grace",
+        type=_seconds,
+        default=5.0,
+        metavar="S",
+        help="wait between SIGTERM and SIGKILL when stopping a script (default 5)",
+    )
+    execute.set_defaults(run=_execute)
+
     generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
     generate.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
@@ -109,6 +150,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < 86400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and less than a day: {value}")
     return value
 
 
@@ -317,6 +368,71 @@ def _examples(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"\n{len(names)} contracts, {total} examples: ")
     out.write("all valid.\n" if not failures else f"{failures} contracts failed.\n")
     return EXIT_INVALID if failures else EXIT_OK
+
+
+# execute ------------------------------------------------------------------------
+
+
+def _execute(args: argparse.Namespace, out: TextIO) -> int:
+    import trio
+
+    from plancontracts.runtime.executor import Limits, default_data_root, execute_plan
+    from plancontracts.runtime.skills import bundled_skills, discover_skills
+    from plancontracts.runtime.trace import render_trace
+
+    plan = _read_plan(args.plan)
+    if isinstance(plan, Outcome):
+        sys.stderr.write(f"{_label(args.plan)}: not a usable plan, so nothing ran:\n")
+        for violation in plan.violations:
+            sys.stderr.write(f"  {_label(str(violation))}\n")
+        return EXIT_USAGE
+    skills = discover_skills(args.skills) if args.skills else bundled_skills()
+    for problem in skills.problems:
+        sys.stderr.write(f"plancontracts: warning: {_label(problem)}\n")
+    limits = Limits(plan_timeout=args.timeout, shutdown_grace=args.grace)
+    if args.concurrency:
+        limits = Limits(
+            plan_timeout=args.timeout, shutdown_grace=args.grace, max_concurrency=args.concurrency
+        )
+    try:
+        result = trio.run(
+            partial(
+                execute_plan,
+                plan,
+                skills=skills,
+                limits=limits,
+                data_root=args.data or default_data_root(),
+            )
+        )
+    except BaseExceptionGroup as group:
+        # trio reports Ctrl-C from inside its nurseries as a group; it is still Ctrl-C.
+        _, rest = group.split(KeyboardInterrupt)
+        if rest is None:
+            raise KeyboardInterrupt from None
+        raise
+    if args.json:
+        out.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
+    else:
+        out.write(render_trace(result))
+    if result.error:
+        return EXIT_USAGE
+    return EXIT_OK if result.success else EXIT_INVALID
+
+
+def _read_plan(name: str) -> Plan | Outcome:
+    """The plan in file `name` (or stdin for -), or the outcome that says why there is none."""
+    try:
+        with _opened(name) as stream:
+            data = stream.read(DEFAULT_MAX_BYTES + 1)
+    except OSError as error:
+        return Outcome(name, None, (Violation("", _unreadable(error)),))
+    if len(data) > DEFAULT_MAX_BYTES:
+        return Outcome(name, None, (Violation("", f"larger than {DEFAULT_MAX_BYTES} bytes"),))
+    try:
+        plan: Plan = decode("plan", data)
+    except ContractError as error:
+        return Outcome(name, None, error.violations)
+    return plan
 
 
 # generate -----------------------------------------------------------------------

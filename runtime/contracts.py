@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from plancontracts.generated import ROOT_TYPES, SCHEMA_ONLY_RULES
 from plancontracts.runtime.errors import UnknownContractError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 
 def contract_names() -> tuple[str, ...]:
@@ -63,4 +64,8 @@ def schema_validator(contract: str) -> Draft202012Validator:
     Formats are annotations, as draft 2020-12 specifies by default; the
     contracts assert uuid and date-time with patterns instead.
     """
+    # Imported here: jsonschema costs a tenth of a second to import, which
+    # every skill script and CLI call would pay for nothing.
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(contract_schema(contract))

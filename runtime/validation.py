@@ -15,15 +15,17 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from jsonschema.exceptions import ValidationError as SchemaError
 
 from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
 from plancontracts.runtime.errors import ContractError, Violation, printable
 from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
 from plancontracts.runtime.schema_text import display_pattern
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 _ARRAY_INDEX = re.compile(r"[0-9]+")
 
@@ -37,8 +39,17 @@ def decode(contract: str, data: bytes | str) -> Any:
     or the document breaks the contract, and `UnknownContractError` when no
     contract has that name.
     """
+    return convert(contract, _parse(contract, data))
+
+
+def convert(contract: str, value: Any) -> Any:
+    """Convert an already parsed JSON `value` of `contract` into its generated type.
+
+    `value` is what a JSON parser returns (dicts, lists, str, int, float,
+    bool, None). Raises `ContractError` listing every violation, and
+    `UnknownContractError` when no contract has that name.
+    """
     target = root_type(contract)
-    value = _parse(contract, data)
     try:
         typed = msgspec.convert(value, target)
     except msgspec.ValidationError:

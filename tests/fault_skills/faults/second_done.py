@@ -1,0 +1,7 @@
+"""Emits done twice."""
+
+from _fault import emit, start
+
+start()
+emit({"type": "done", "ok": True})
+emit({"type": "done", "ok": False})

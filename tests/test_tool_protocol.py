@@ -1,0 +1,317 @@
+"""The tool protocol against real processes: a corpus of scripts that misbehave.
+
+Every script lives in tests/fault_skills/faults/ and records the pid of each
+process it starts in the data folder, so each test can check the process
+table afterwards: nothing may be left running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from plancontracts.generated.tool_plans import (
+    ExecutionResult,
+    Plan,
+    RetryPolicy,
+    ToolInvocation,
+    UiEvent,
+)
+from plancontracts.runtime.executor import Limits, execute_plan
+from plancontracts.runtime.skills import discover_skills
+from plancontracts.runtime.validation import violations
+
+FAULTS = Path(__file__).parent / "fault_skills"
+GRACE = 1.0
+
+
+def tool(tool_id: str, script: str, **fields: Any) -> ToolInvocation:
+    fields.setdefault("retry_policy", RetryPolicy(max_retries=0))
+    return ToolInvocation(tool_id=tool_id, tool_path=f"skills/faults/{script}.py", **fields)
+
+
+def run(
+    tmp_path: Path, *tools: ToolInvocation, limits: Limits | None = None, **options: Any
+) -> ExecutionResult:
+    plan = Plan(request_id=str(uuid.uuid4()), tools=list(tools), parallel=True)
+    result = trio.run(
+        partial(
+            execute_plan,
+            plan,
+            skills=discover_skills([FAULTS]),
+            data_root=tmp_path,
+            limits=limits or Limits(shutdown_grace=GRACE, plan_timeout=20),
+            **options,
+        )
+    )
+    assert violations("execution-result", msgspec.to_builtins(result)) == ()
+    return result
+
+
+def started_pids(tmp_path: Path) -> list[int]:
+    pids = tmp_path / "faults" / "pids"
+    return [int(line) for line in pids.read_text().split()] if pids.exists() else []
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process; a zombie waiting for its reaper is not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+
+
+def assert_nothing_left(tmp_path: Path) -> None:
+    pids = started_pids(tmp_path)
+    assert pids, "the script never started"
+    assert [pid for pid in pids if running(pid)] == []
+
+
+# One test per fault: state, category, code, and the events kept before it.
+FAULT_CORPUS = {
+    "fails": ("failed", "tool_failure", "wet_torch", 2),
+    "crash": ("failed", "process_error", "exit_status", 1),
+    "exit_status": ("failed", "process_error", "exit_status", 1),
+    "garbage": ("failed", "invalid_json", "malformed_line", 1),
+    "long_line": ("failed", "invalid_json", "line_too_long", 1),
+    "flood": ("failed", "invalid_json", "too_many_events", 1000),
+    "after_done": ("failed", "invalid_json", "output_after_done", 1),
+    "second_done": ("failed", "invalid_json", "output_after_done", 1),
+    "no_done": ("failed", "process_error", "no_done", 1),
+    "unknown_type": ("failed", "invalid_json", "invalid_event", 1),
+    "bad_version": ("failed", "invalid_json", "invalid_event", 0),
+    "asset_outside": ("failed", "invalid_json", "asset_outside_folder", 1),
+    "hang": ("timeout", "timeout", "tool_deadline", 1),
+    "ignore_term": ("timeout", "timeout", "tool_deadline", 1),
+    "close_stdout": ("timeout", "timeout", "tool_deadline", 1),
+}
+
+
+@pytest.mark.parametrize("script", sorted(FAULT_CORPUS))
+def test_each_fault_has_its_outcome_and_leaves_nothing(tmp_path: Path, script: str) -> None:
+    state, category, code, kept = FAULT_CORPUS[script]
+    result = run(tmp_path, tool("t", script, timeout_ms=1000))
+    (trace,) = result.tool_results
+    assert (trace.state, trace.error.category, trace.error.code) == (state, category, code)
+    assert len(trace.events) == kept
+    assert not result.success
+    assert result.failed_tools == ["t"]
+    assert result.disabled_skills == ["faults"]
+    assert result.can_replan
+    assert_nothing_left(tmp_path)
+
+
+def test_messages_name_the_line_and_the_problem(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        tool("a", "unknown_type", async_=True),
+        tool("b", "bad_version", async_=True),
+        tool("c", "garbage", async_=True),
+    )
+    messages = [trace.error.message for trace in result.tool_results]
+    assert messages[0].startswith('output line 2: /type: unknown type "teleport"')
+    assert messages[1] == 'output line 1: /version: must be "0", got "1"'
+    assert messages[2].startswith("output line 2: malformed JSON")
+
+
+def test_a_crash_reports_its_signal_and_standard_error(tmp_path: Path) -> None:
+    result = run(tmp_path, tool("a", "crash", async_=True), tool("b", "exit_status", async_=True))
+    crash, status = result.tool_results
+    assert crash.error.message == "the script was killed by signal SIGSEGV"
+    assert status.error.message == "the script exited with status 3"
+    assert "something went wrong after done" in status.error.details["stderr"]
+
+
+def test_sigterm_is_followed_by_sigkill_after_the_grace(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run(tmp_path, tool("t", "ignore_term", timeout_ms=1000))
+    elapsed = time.monotonic() - started
+    assert result.tool_results[0].state == "timeout"
+    # Bounds, not a timing claim: it cannot end before deadline + grace, and
+    # SIGKILL must end it well before deadline + grace + the test's patience.
+    assert 1.0 + GRACE <= elapsed < 1.0 + GRACE + 10
+    assert_nothing_left(tmp_path)
+
+
+def test_a_grandchild_does_not_outlive_its_script(tmp_path: Path) -> None:
+    result = run(tmp_path, tool("t", "grandchild"))
+    assert result.tool_results[0].state == "success"
+    assert len(started_pids(tmp_path)) == 2
+    assert_nothing_left(tmp_path)
+
+
+def test_events_are_kept_across_retries_and_counted(tmp_path: Path) -> None:
+    result = run(
+        tmp_path, tool("t", "flaky", retry_policy=RetryPolicy(max_retries=3, backoff_ms=1))
+    )
+    (trace,) = result.tool_results
+    assert (trace.state, trace.retry_count) == ("success", 2)
+    assert [event.summary for event in trace.events] == ["attempt 1", "attempt 2", "attempt 3"]
+    assert trace.output == {"summary": "attempt 3"}
+    assert result.success
+    assert result.failed_tools == []
+
+
+def test_backoff_doubles_between_retries(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run(
+        tmp_path, tool("t", "fails", retry_policy=RetryPolicy(max_retries=2, backoff_ms=300))
+    )
+    assert result.tool_results[0].retry_count == 2
+    assert time.monotonic() - started >= 0.3 + 0.6
+
+
+def test_retries_never_outlive_the_plan_deadline(tmp_path: Path) -> None:
+    limits = Limits(shutdown_grace=GRACE, plan_timeout=1.5)
+    policy = RetryPolicy(max_retries=10, backoff_ms=400)
+    result = run(tmp_path, tool("t", "fails", retry_policy=policy), limits=limits)
+    (trace,) = result.tool_results
+    # Waits of 0.4 and 0.8 s fit in 1.5 s; the next (1.6 s) would not.
+    assert (trace.state, trace.retry_count) == ("failed", 2)
+    assert result.execution_time_ms < 1500
+
+
+def test_the_plan_deadline_stops_running_tools_and_skips_the_rest(tmp_path: Path) -> None:
+    limits = Limits(shutdown_grace=GRACE, plan_timeout=1.5)
+    started = time.monotonic()
+    result = run(
+        tmp_path,
+        tool("slow", "ignore_term", timeout_ms=300_000),
+        tool("after", "ok", dependencies=["slow"]),
+        limits=limits,
+    )
+    slow, after = result.tool_results
+    assert (slow.state, slow.error.category, slow.error.code) == (
+        "timeout",
+        "timeout",
+        "plan_deadline",
+    )
+    assert len(slow.events) == 1
+    assert after.state == "skipped"
+    assert time.monotonic() - started < 1.5 + GRACE + 10
+    assert_nothing_left(tmp_path)
+
+
+def test_a_required_failure_skips_dependents_and_others_keep_running(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        tool("bad", "fails", async_=True),
+        tool("child", "ok", dependencies=["bad"], async_=True),
+        tool("grandchild", "ok", dependencies=["child"], async_=True),
+        tool("other", "ok", async_=True),
+    )
+    states = {trace.tool_id: trace.state for trace in result.tool_results}
+    assert states == {
+        "bad": "failed",
+        "child": "skipped",
+        "grandchild": "skipped",
+        "other": "success",
+    }
+    assert not result.success
+    assert result.aggregated_state == {"ok": {"other": 1}}
+
+
+def test_dependents_of_an_optional_failure_receive_null(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        tool("maybe", "fails", required=False),
+        tool("fine", "ok"),
+        tool("echo", "echo_input", dependencies=["maybe", "fine"], input={"n": 1}),
+    )
+    assert result.success
+    assert result.failed_tools == ["maybe"]
+    assert result.disabled_skills == ["faults"]
+    assert result.aggregated_state["received"]["echo"] == {
+        "input": {"n": 1},
+        "dependencies": [
+            ["fine", {"summary": "fine", "state": {"ok": {"fine": 1}}}],
+            ["maybe", None],
+        ],
+    }
+
+
+def test_interface_events_reach_the_callback_as_they_arrive(tmp_path: Path) -> None:
+    seen: list[tuple[str, UiEvent]] = []
+    run(
+        tmp_path,
+        tool("echo", "echo_input"),
+        on_ui_event=lambda tool_id, event: seen.append((tool_id, event)),
+    )
+    assert [(tool_id, event.event, event.payload) for tool_id, event in seen] == [
+        ("echo", "narrative_choice", {"choices": ["left", "right"]})
+    ]
+
+
+def test_assets_inside_the_data_folder_are_registered(tmp_path: Path) -> None:
+    result = run(tmp_path, tool("draw", "asset_inside"))
+    (asset,) = result.aggregated_assets
+    assert (asset.asset_id, asset.tool_id) == ("map", "draw")
+    assert Path(asset.path) == (tmp_path / "faults" / "map.txt").resolve()
+
+
+def test_outside_cancellation_leaves_no_process(tmp_path: Path) -> None:
+    async def cancel_soon() -> None:
+        plan = Plan(
+            request_id=str(uuid.uuid4()),
+            parallel=True,
+            tools=[tool("a", "ignore_term", async_=True), tool("b", "hang", async_=True)],
+        )
+        with trio.move_on_after(1.0) as scope:
+            await execute_plan(
+                plan,
+                skills=discover_skills([FAULTS]),
+                data_root=tmp_path,
+                limits=Limits(shutdown_grace=GRACE),
+            )
+        assert scope.cancelled_caught
+
+    trio.run(cancel_soon)
+    assert len(started_pids(tmp_path)) == 2
+    assert_nothing_left(tmp_path)
+
+
+def test_ctrl_c_on_the_cli_leaves_no_process(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(
+        msgspec.json.encode(
+            Plan(request_id=str(uuid.uuid4()), tools=[tool("a", "ignore_term", timeout_ms=60_000)])
+        )
+    )
+    command = [sys.executable, "-m", "plancontracts", "execute", str(plan), "--skills", str(FAULTS)]
+    command += ["--data", str(tmp_path), "--grace", str(GRACE)]
+    cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not started_pids(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    cli.send_signal(signal.SIGINT)
+    _, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert b"interrupted" in err
+    assert b"Traceback" not in err
+    assert_nothing_left(tmp_path)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_process_table_check_sees_a_live_process() -> None:
+    # The checks above would pass vacuously if `running` never said yes.
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        assert running(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not running(sleeper.pid)
+    assert os.getpid() > 0
