@@ -2,7 +2,7 @@
 
     python3 dev.py demo    # set up, then validate every contract's bundled examples
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
-    python3 dev.py bench   # set up, then run the validation benchmark
+    python3 dev.py bench [validation|executor]   # set up, then run the benchmarks
     python3 dev.py setup   # only set up
 
 Setting up creates `.venv/` beside this file and installs the project into it
@@ -26,6 +26,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 STAMP = VENV / ".install-stamp"
 PYTEST_NO_TESTS = 5
+BENCHMARKS = ("validation", "executor")
 
 
 def main() -> int:
@@ -34,11 +35,12 @@ def main() -> int:
         print("plancontracts needs Python 3.11 or newer", file=sys.stderr)
         return 2
     jobs = {"setup": lambda: 0, "demo": demo, "test": test, "bench": bench}
-    if len(sys.argv) != 2 or sys.argv[1] not in jobs:
+    job, *names = sys.argv[1:] or [""]
+    if job not in jobs or (names and (job != "bench" or not set(names) <= set(BENCHMARKS))):
         print(__doc__, file=sys.stderr)
         return 2
     setup()
-    return jobs[sys.argv[1]]()
+    return bench(*names) if job == "bench" else jobs[job]()
 
 
 def setup() -> None:
@@ -70,9 +72,16 @@ def test() -> int:
     run(PYTHON, "-m", "ruff", "check", ".")
     step("ruff format --check")
     run(PYTHON, "-m", "ruff", "format", "--check", ".")
-    step("mypy --strict on runtime/, codegen/ and generated/")
-    mypy = [PYTHON, "-m", "mypy", "--cache-dir", ROOT / ".mypy_cache", "-p", "plancontracts"]
-    run(*mypy, cwd=type_check_view(), env={"MYPYPATH": "."})
+    step("mypy --strict on runtime/, codegen/, generated/ and the bundled skills")
+    mypy = [PYTHON, "-m", "mypy", "--cache-dir", ROOT / ".mypy_cache"]
+    view = type_check_view()
+    run(*mypy, "-p", "plancontracts", cwd=view, env={"MYPYPATH": "."})
+    # Skill scripts are programs, not modules of the package: each imports its
+    # own folder's helpers, so each folder is on the path.
+    folders = sorted(path.parent for path in (ROOT / "skills").glob("*/skill.json"))
+    scripts = [script for folder in folders for script in sorted(folder.glob("*.py"))]
+    search = os.pathsep.join(map(str, [view, *folders]))
+    run(*mypy, "--explicit-package-bases", *scripts, cwd=view, env={"MYPYPATH": search})
     step("plancontracts generate --check")
     run(BIN / "plancontracts", "generate", "--check")
     step("pytest")
@@ -83,9 +92,12 @@ def test() -> int:
     return status
 
 
-def bench() -> int:
-    step("validation benchmark")
-    return run(PYTHON, str(ROOT / "benchmarks" / "validation.py"), check=False)
+def bench(*names: str) -> int:
+    status = 0
+    for name in names or BENCHMARKS:
+        step(f"{name} benchmark")
+        status |= run(PYTHON, str(ROOT / "benchmarks" / f"{name}.py"), check=False)
+    return status
 
 
 def type_check_view() -> Path:
@@ -100,8 +112,10 @@ def type_check_view() -> Path:
     package.mkdir(parents=True)
     for name in ("__init__.py", "__main__.py", "py.typed"):
         (package / name).symlink_to(ROOT / "plancontracts" / name)
-    for name in ("codegen", "generated", "runtime", "skills"):
+    for name in ("codegen", "generated", "runtime"):
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
+    (package / "skills").mkdir()
+    (package / "skills" / "__init__.py").symlink_to(ROOT / "skills" / "__init__.py")
     shutil.copy(ROOT / "pyproject.toml", view / "pyproject.toml")
     return view
 

@@ -25,6 +25,7 @@ started are `skipped`.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import os
@@ -170,7 +171,23 @@ async def execute_plan(
         on_ui_event,
         attempt_number,
     )
-    return await execution.run()
+    try:
+        return await execution.run()
+    except BaseExceptionGroup as group:
+        # The nurseries inside are an implementation detail: one failure is
+        # raised as itself, so callers can catch it by its type.
+        leaves = list(_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterable[BaseException]:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
 
 
 def default_data_root() -> Path:
@@ -212,7 +229,7 @@ class _Rejected(Exception):
         self.error = ToolError(category=category, code=code, message=_fit(message), details=details)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
     """What is known about one tool of the plan, updated as it runs."""
 
@@ -305,16 +322,17 @@ class _Execution:
             index[call.tool_id] = position
         dependencies: list[tuple[int, ...]] = []
         for call in tools:
-            for name in call.dependencies:
-                if name not in index:
-                    raise _Rejected(
-                        "invalid_plan",
-                        "unknown_dependency",
-                        f"tool {call.tool_id!r} depends on {name!r}, "
-                        "which is not a tool of this plan",
-                        {"toolId": call.tool_id, "dependency": name},
-                    )
-            dependencies.append(tuple(dict.fromkeys(index[name] for name in call.dependencies)))
+            try:
+                positions = [index[name] for name in call.dependencies]
+            except KeyError as missing:
+                name = missing.args[0]
+                raise _Rejected(
+                    "invalid_plan",
+                    "unknown_dependency",
+                    f"tool {call.tool_id!r} depends on {name!r}, which is not a tool of this plan",
+                    {"toolId": call.tool_id, "dependency": name},
+                ) from None
+            dependencies.append(tuple(dict.fromkeys(positions)))
         self.order = _dependency_order(tools, dependencies)
         for position, call in enumerate(tools):
             target, skill = self._target(call)
@@ -345,13 +363,10 @@ class _Execution:
                 f"tool {call.tool_id!r}: {unusable}",
                 {"toolId": call.tool_id, "toolPath": call.tool_path},
             ) from None
-        if script.input_schema is not None:
-            from jsonschema import Draft202012Validator
+        if script.input_validator is not None:
             from jsonschema.exceptions import best_match
 
-            problem = best_match(
-                Draft202012Validator(script.input_schema).iter_errors(_input(call))
-            )
+            problem = best_match(script.input_validator.iter_errors(_input(call)))
             if problem is not None:
                 where = "/" + "/".join(map(str, problem.absolute_path))
                 raise _Rejected(
@@ -473,6 +488,7 @@ class _Execution:
         return await self._attempt_function(run, run.target, request)
 
     def _timeout(self, run: _Run) -> float:
+        """Seconds this attempt may run: its own timeout, cut short by the plan's deadline."""
         if run.call.timeout_ms:
             seconds = run.call.timeout_ms / 1000
         elif isinstance(run.target, Script):
@@ -506,7 +522,7 @@ class _Execution:
                 await run_process(
                     argv,
                     cwd=script.skill_folder,
-                    env={**_SCRIPT_ENVIRONMENT},
+                    env=_script_environment(),
                     stdin=_encoder.encode(request),
                     on_line=sink.line,
                     limits=limits,
@@ -539,7 +555,12 @@ class _Execution:
     ) -> ToolError | None:
         sink = _Sink(self, run, self.asset_folders)
         timeout = self._timeout(run)
-        with trio.move_on_after(timeout) as deadline:
+        # A cancel scope costs more than a call of a small function; when the
+        # plan's deadline comes first, the plan's scope is enough.
+        deadline: trio.CancelScope | None = None
+        if trio.current_time() + timeout < self.deadline:
+            deadline = trio.move_on_after(timeout)
+        with deadline or contextlib.nullcontext():
             try:
                 await function(request, sink.accept)
             except ProtocolViolation:
@@ -549,7 +570,7 @@ class _Execution:
                     return _failure("tool_failure", "exception", f"{type(error).__name__}: {error}")
             if sink.handler_error is not None:
                 raise sink.handler_error
-        if deadline.cancelled_caught:
+        if deadline is not None and deadline.cancelled_caught:
             return _failure("timeout", "tool_deadline", f"ran longer than {timeout:g} s")
         if sink.violation is not None:
             return _failure("invalid_json", sink.violation.code, sink.violation.message)
@@ -754,8 +775,11 @@ def _find_cycle(left: set[int], dependencies: list[tuple[int, ...]]) -> list[int
         seen[node] = len(path)
         path.append(node)
         node = next(dependency for dependency in dependencies[node] if dependency in left)
-    cycle = path[seen[node] :]
-    return [*reversed(cycle), cycle[-1]]
+    # Shown as "needed by" arrows, starting from the tool listed first in the plan.
+    cycle = path[seen[node] :][::-1]
+    first = cycle.index(min(cycle))
+    cycle = cycle[first:] + cycle[:first]
+    return [*cycle, cycle[0]]
 
 
 def _tool_result(run: _Run) -> ToolResult:
@@ -815,6 +839,13 @@ def _signal_name(number: int) -> str:
 
 def _milliseconds(seconds: float) -> int:
     return min(86_400_000, max(0, round(seconds * 1000)))
+
+
+def _script_environment() -> dict[str, str]:
+    # PYTHONPATH is kept so that a Python script imports what the executor
+    # imports (plancontracts' script helpers among them), however it was installed.
+    kept = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+    return {**_SCRIPT_ENVIRONMENT, **kept}
 
 
 def _listed(error: ContractError) -> str:

@@ -7,22 +7,29 @@ does the reading and the ending; the script's own function only does its job::
     from plancontracts.runtime.script_io import Reply, ScriptFailure, run_script
 
     def main(request, reply):
-        if "target" not in request.input:
-            raise ScriptFailure("no_target", "say what to look at")
-        reply.patch_state({"looked_at": request.input["target"]})
-        return "looked"          # the done event's summary
+        target = request.input["target"]      # look.input.json requires it
+        if target == "sun":
+            raise ScriptFailure("too_bright", "the sun cannot be looked at")
+        reply.patch_state({"looked_at": target})
+        return f"You look at the {target}."   # the done event's summary
 
-    run_script(main)
+    run_script(main, input_schema=Path(__file__).with_name("look.input.json"))
 
 Scripts in other languages speak the same protocol without this module.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
+import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
-from typing import Any, BinaryIO, Literal, NoReturn
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, NoReturn
 
 import msgspec
 
@@ -37,7 +44,7 @@ from plancontracts.generated.tool_plans import (
     UiEvent,
 )
 
-__all__ = ["Reply", "ScriptFailure", "run_script"]
+__all__ = ["DataFile", "Reply", "ScriptFailure", "run_script"]
 
 _encoder = msgspec.json.Encoder()
 # The executor wrote the request from a validated plan, so msgspec's own checks
@@ -65,15 +72,15 @@ class Reply:
 
     def __init__(self, request_id: str, out: BinaryIO) -> None:
         self._request_id = request_id
-        self._out = out
+        self.out = out
         self.finished = False
 
     def emit(self, event: ToolEvent) -> None:
         """Write one event. Raises RuntimeError after `done`, which must be the last line."""
         if self.finished:
             raise RuntimeError("the run already ended with a done event")
-        self._out.write(_encoder.encode(event) + b"\n")
-        self._out.flush()
+        self.out.write(_encoder.encode(event) + b"\n")
+        self.out.flush()
         self.finished = isinstance(event, DoneEvent)
 
     def log(self, message: str, level: Literal["debug", "info", "warn", "error"] = "info") -> None:
@@ -135,28 +142,33 @@ def _fit(text: str) -> str:
 
 def run_script(
     main: Callable[[ToolRequest, Reply], str | None],
+    *,
+    input_schema: Path | None = None,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
 ) -> NoReturn:
     """Read the request, run `main(request, reply)`, end the run, and exit.
 
     `main` returns the summary for `done` (or None), or raises ScriptFailure.
-    A request that is not a valid `tool-request` ends the run with `done` ok
-    false. Any other exception is a crash: its traceback goes to standard
-    error, an `error` event names it, and the script exits 1 without `done`,
-    which the executor reports as a process error.
+    A request that is not a valid `tool-request`, or whose input breaks
+    `input_schema` (the script's JSON Schema file, the one its manifest
+    names), ends the run with `done` ok false and error code `bad_request`
+    or `bad_input`, before `main` runs. Any other exception is a crash: its
+    traceback goes to standard error, an `error` event names it, and the
+    script exits 1 without `done`, which the executor reports as a process
+    error.
     """
-    source = sys.stdin.buffer if stdin is None else stdin
     reply = Reply("", sys.stdout.buffer if stdout is None else stdout)
     try:
-        request = _request_decoder.decode(source.read())
+        request = _request_decoder.decode((sys.stdin.buffer if stdin is None else stdin).read())
+        reply = Reply(request.request_id, reply.out)
+        if input_schema is not None:
+            _check_input(request.input, input_schema)
+        summary = main(request, reply)
     except msgspec.DecodeError as error:
         reply.error("bad_request", f"standard input is not a tool request: {error}")
         reply.done(False, "the request could not be read")
         raise SystemExit(0) from None
-    reply = Reply(request.request_id, reply._out)
-    try:
-        summary = main(request, reply)
     except ScriptFailure as failure:
         if not reply.finished:
             reply.error(failure.code, failure.message, failure.details)
@@ -170,3 +182,90 @@ def run_script(
     if not reply.finished:
         reply.done(True, summary)
     raise SystemExit(0)
+
+
+def _check_input(value: dict[str, Any], schema_file: Path) -> None:
+    # The executor checks inputs before a plan runs; this keeps a script safe
+    # when something else starts it, with the same schema as the one truth.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    schema = json.loads(schema_file.read_bytes())
+    problem = best_match(Draft202012Validator(schema).iter_errors(value))
+    if problem is not None:
+        where = "/" + "/".join(map(str, problem.absolute_path))
+        raise ScriptFailure("bad_input", f"input {where}: {problem.message}")
+
+
+class DataFile:
+    """One JSON file in the skill's data folder, read and replaced whole under a lock.
+
+        with DataFile(request, "standings.json") as standings:
+            table = standings.load(default={}, valid=lambda data: isinstance(data, dict))
+            table["guild"] = 10
+            standings.save(table)
+
+    The lock (an exclusive `flock` on a hidden file beside it) keeps two runs
+    of one parallel plan from undoing each other's change. A missing file
+    loads as `default`; a file that is not JSON, or that `valid` rejects,
+    fails the run with `corrupt_data` and is left as it is, so nothing is
+    overwritten by accident. `save` replaces the file in one step.
+    """
+
+    def __init__(self, request: ToolRequest, name: str) -> None:
+        self.folder = Path(request.data_dir)
+        if not self.folder.is_absolute() or not self.folder.is_dir():
+            raise ScriptFailure(
+                "no_data_dir", f"the data folder {self.folder} is not an existing folder"
+            )
+        self.name = name
+        self.path = self.folder / name
+        self._lock: IO[str] | None = None
+
+    def __enter__(self) -> DataFile:
+        try:
+            self._lock = open(self.folder / f".{self.name}.lock", "a")
+        except OSError as error:
+            raise ScriptFailure("data_unwritable", f"cannot lock {self.name}: {error}") from None
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._lock is not None:
+            self._lock.close()
+
+    def load(self, default: Any, valid: Callable[[Any], bool]) -> Any:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return default
+        except OSError as error:
+            raise ScriptFailure("data_unreadable", f"cannot read {self.name}: {error}") from None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            data = _NOT_JSON
+        if data is _NOT_JSON or not valid(data):
+            raise ScriptFailure(
+                "corrupt_data",
+                f"{self.name} in the data folder is not what this skill wrote; "
+                "move it away to start afresh",
+                {"file": str(self.path)},
+            )
+        return data
+
+    def save(self, data: Any) -> None:
+        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f".{self.name}-")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(data, out, ensure_ascii=False, indent=1, sort_keys=True)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.path)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise ScriptFailure("data_unwritable", f"cannot write {self.name}: {error}") from None
+
+
+_NOT_JSON = object()

@@ -17,7 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 from plancontracts.generated.tool_plans import RetryPolicy, SkillManifest, SkillScript
 from plancontracts.runtime.errors import ContractError
@@ -42,8 +45,8 @@ class Script:
     skill_folder: Path
     "The skill folder, resolved: the script's working directory."
     declaration: SkillScript
-    input_schema: dict[str, Any] | None
-    "The JSON Schema the call's input must satisfy, when the manifest names one."
+    input_validator: Validator | None = field(compare=False)
+    "Checks a call's input against the script's input schema, when the manifest names one."
     retry_policy: RetryPolicy | None
     "The skill manifest's retry policy, for calls that set none."
 
@@ -205,7 +208,7 @@ def _load_script(manifest: SkillManifest, root: Path, declaration: SkillScript) 
         raise _ScriptProblem(f"{declaration.path} is not a file")
     if file.suffix != ".py" and not os.access(file, os.X_OK):
         raise _ScriptProblem(f"{declaration.path} is not executable (and not a .py file)")
-    input_schema = None
+    input_validator = None
     if declaration.input_schema:
         schema_file = _inside(root, declaration.input_schema)
         if schema_file is None:
@@ -216,6 +219,7 @@ def _load_script(manifest: SkillManifest, root: Path, declaration: SkillScript) 
             from jsonschema.exceptions import SchemaError
 
             Draft202012Validator.check_schema(input_schema)
+            input_validator = Draft202012Validator(input_schema)
         except (OSError, ValueError, SchemaError) as error:
             reason = getattr(error, "message", error)
             raise _ScriptProblem(
@@ -224,7 +228,7 @@ def _load_script(manifest: SkillManifest, root: Path, declaration: SkillScript) 
             ) from None
     tool_path = f"skills/{manifest.name}/{declaration.path}"
     retry_policy = manifest.retry_policy or None
-    return Script(manifest.name, tool_path, file, root, declaration, input_schema, retry_policy)
+    return Script(manifest.name, tool_path, file, root, declaration, input_validator, retry_policy)
 
 
 def _inside(root: Path, relative: str) -> Path | None:

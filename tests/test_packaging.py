@@ -47,6 +47,10 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) ->
         "codegen/models.py",
         "generated/tool_plans.py",
         "generated/schemas/plan.json",
+        "skills/dice-roller/skill.json",
+        "skills/dice-roller/prompt.md",
+        "skills/dice-roller/roll.py",
+        "skills/dice-roller/roll.input.json",
     ]:
         assert (package / relative).is_file(), relative
 
@@ -80,3 +84,19 @@ def test_generate_in_an_installed_copy_asks_for_the_folders(
     )
     assert done.returncode == 2
     assert "give --schemas DIR and --out DIR" in done.stderr
+
+
+def test_the_installed_package_runs_a_plan_with_its_bundled_skills(
+    installed: Path, tmp_path: Path
+) -> None:
+    done = python_in(
+        installed,
+        "import json\n"
+        "from plancontracts.runtime import contract_schema\n"
+        "from plancontracts.runtime.cli import main\n"
+        "open('plan.json', 'w').write(json.dumps(contract_schema('plan')['examples'][1]))\n"
+        "raise SystemExit(main(['execute', 'plan.json', '--data', 'data']))",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1d20+2 rolled" in done.stdout

@@ -1,0 +1,159 @@
+"""`plancontracts execute`, run as a user runs it: a real process, real skills, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from plancontracts.runtime import contract_schema, violations
+
+FAULTS = Path(__file__).parent / "fault_skills"
+
+
+def execute(tmp_path: Path, plan: Any, *options: str) -> subprocess.CompletedProcess[str]:
+    where = tmp_path / "plan.json"
+    where.write_text(plan if isinstance(plan, str) else json.dumps(plan))
+    command = [sys.executable, "-m", "plancontracts", "execute", str(where)]
+    command += ["--data", str(tmp_path / "data"), *options]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+
+def test_the_schema_examples_run_with_the_bundled_skills(tmp_path: Path) -> None:
+    for example in contract_schema("plan")["examples"]:
+        done = execute(tmp_path, example, "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads(done.stdout)
+        assert violations("execution-result", result) == ()
+        assert result["planId"] == example["requestId"]
+        assert [trace["state"] for trace in result["toolResults"]] == ["success"] * len(
+            example["tools"]
+        )
+
+
+def test_the_readable_trace_has_one_line_per_tool(tmp_path: Path) -> None:
+    example = contract_schema("plan")["examples"][0]
+    done = execute(tmp_path, example)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"plan {example['requestId']} succeeded in ")
+    assert lines[1].split()[:2] == ["light", "success"]
+    assert lines[2].split()[:2] == ["look", "success"]
+    assert "0 retries" in lines[1]
+    assert lines[3].startswith('state: {"torch": {"lit": true}')
+
+
+def test_a_failed_plan_exits_1_and_says_what_failed(tmp_path: Path) -> None:
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [
+            {
+                "toolId": "wet",
+                "toolPath": "skills/faults/fails.py",
+                "retryPolicy": {"maxRetries": 1, "backoffMs": 1},
+            },
+            {"toolId": "after", "toolPath": "skills/faults/ok.py", "dependencies": ["wet"]},
+        ],
+    }
+    done = execute(tmp_path, plan, "--skills", str(FAULTS))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("plan 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0 failed in ")
+    assert lines[1].split()[:2] == ["wet", "failed"]
+    assert "1 retry " in lines[1]
+    assert lines[1].endswith("tool_failure wet_torch: the torch is soaked")
+    assert lines[2].split()[:2] == ["after", "skipped"]
+    assert lines[3:6] == [
+        "failed tools: wet",
+        "disabled skills: faults",
+        "a new plan may do better",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        (
+            [
+                {"toolId": "a", "toolPath": "skills/faults/ok.py", "dependencies": ["b"]},
+                {"toolId": "b", "toolPath": "skills/faults/ok.py", "dependencies": ["a"]},
+            ],
+            "circular_dependency: the dependencies form a cycle: a -> b -> a",
+        ),
+        (
+            [{"toolId": "a", "toolPath": "skills/faults/_fault.py"}],
+            "invalid_plan: tool 'a': skills/faults/_fault.py: the skill 'faults' declares no such",
+        ),
+    ],
+)
+def test_a_rejected_plan_exits_2_and_nothing_runs(
+    tmp_path: Path, tools: list[dict[str, Any]], message: str
+) -> None:
+    plan = {"requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", "tools": tools}
+    done = execute(tmp_path, plan, "--skills", str(FAULTS))
+    assert done.returncode == 2
+    assert done.stdout.startswith(
+        f"plan 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0 rejected before execution: {message}"
+    )
+    assert not (tmp_path / "data" / "faults" / "pids").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ('{"requestId": "x", "tools": []}', "/requestId: "),
+        ('{"requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", "tools": [', "malformed JSON"),
+        (
+            '{"requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", '
+            '"tools": [{"toolId": "a", "toolPath": "/bin/sh"}]}',
+            "/tools/0/toolPath: ",
+        ),
+        (
+            '{"requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", '
+            '"tools": [{"toolId": "a", "toolPath": "skills/../../etc/passwd"}]}',
+            "/tools/0/toolPath: ",
+        ),
+    ],
+)
+def test_a_document_that_is_no_plan_exits_2_with_its_violations(
+    tmp_path: Path, text: str, complaint: str
+) -> None:
+    done = execute(tmp_path, text)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "not a usable plan, so nothing ran" in done.stderr
+    assert complaint in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_plan_file_is_named(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "plancontracts", "execute", str(tmp_path / "none.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "none.json: not a usable plan" in done.stderr
+    assert "no such file" in done.stderr
+
+
+def test_invalid_skills_are_warnings_and_the_rest_still_runs(tmp_path: Path) -> None:
+    skills = tmp_path / "more-skills"
+    (skills / "broken").mkdir(parents=True)
+    (skills / "broken" / "skill.json").write_text("{}")
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [{"toolId": "a", "toolPath": "skills/faults/ok.py"}],
+    }
+    done = execute(tmp_path, plan, "--skills", str(skills), "--skills", str(FAULTS), "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("plancontracts: warning: ")
+    assert "broken" in done.stderr
+    result = msgspec.json.decode(done.stdout)
+    assert result["success"] is True
