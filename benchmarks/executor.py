@@ -1,0 +1,209 @@
+"""The executor's own cost, measured against trio doing the same work by hand.
+
+    python3 dev.py bench executor
+
+Three measurements, each taken in one run, with the executor and its
+baseline interleaved so that machine noise hits both alike:
+
+(a) overhead per tool: a 1,000-tool DAG of in-process no-op tools (each
+    yields to trio once, as any real async tool does), run by the executor as
+    a sequential plan, against the same 1,000 coroutines awaited in the same
+    order by hand. Target: at most 3x.
+(b) overhead per process: one call of a bundled skill script through the
+    executor (request, NDJSON parsing and validation, process group
+    clean-up) against `trio.run_process` of the same script with the same
+    input. Target: at most 1.3x.
+(c) concurrency: the makespan of 8 independent 0.5 s script calls at
+    concurrency limits 1, 2 and 4, against the ideal ceil(8/k) x 0.5 s.
+    Target: within 15%.
+
+Figures are the best (a) or the median (b) of several rounds; the ratios
+vary far less than the absolute times. Exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import msgspec
+import trio
+
+from plancontracts.generated.tool_plans import Plan, ToolInvocation, ToolRequest
+from plancontracts.runtime.executor import EmitEvent, Limits, execute_plan
+from plancontracts.runtime.skills import SkillSet, bundled_skills, discover_skills
+
+ROUNDS = 7
+TOOLS = 1000
+PROCESS_ROUNDS = 15
+SLEEP = 0.5
+TARGET_TOOL_OVERHEAD = 3.0
+TARGET_PROCESS_OVERHEAD = 1.3
+TARGET_MAKESPAN_SLACK = 0.15
+BENCH_SKILLS = Path(__file__).parent / "skills"
+
+
+async def noop(request: ToolRequest, emit: EmitEvent) -> None:
+    await trio.lowlevel.checkpoint()
+
+
+def dag(tools: int) -> Plan:
+    """A sequential plan of `tools` no-op calls, each depending on up to 3 earlier ones."""
+    rng = random.Random(tools)
+    calls = [
+        ToolInvocation(
+            tool_id=f"t{i}",
+            tool_path="bench/noop",
+            dependencies=[f"t{j}" for j in rng.sample(range(i), min(i, 3))],
+        )
+        for i in range(tools)
+    ]
+    return Plan(request_id=str(uuid.uuid4()), tools=calls)
+
+
+async def tool_overhead() -> tuple[float, float, float]:
+    """Best times in seconds for the 1,000-tool DAG: the executor, the executor
+    without per-tool deadlines (its tool timeout as long as the plan's), by hand."""
+    plan = dag(TOOLS)
+    requests = [
+        ToolRequest(
+            version="0",
+            request_id=f"{plan.request_id}/{call.tool_id}",
+            tool_id=call.tool_id,
+            tool_path=call.tool_path,
+            attempt=1,
+            input={},
+            dependencies={},
+            data_dir="",
+        )
+        for call in plan.tools
+    ]
+    functions = {"bench/noop": noop}
+    unbounded = Limits(tool_timeout=Limits().plan_timeout)
+    executor, without_deadlines, by_hand = math.inf, math.inf, math.inf
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        result = await execute_plan(plan, skills=SkillSet(), functions=functions)
+        executor = min(executor, time.perf_counter() - started)
+        assert result.success
+        started = time.perf_counter()
+        await execute_plan(plan, skills=SkillSet(), functions=functions, limits=unbounded)
+        without_deadlines = min(without_deadlines, time.perf_counter() - started)
+        started = time.perf_counter()
+        for request in requests:  # the plan's order is already a dependency order
+            await noop(request, _ignore)
+        by_hand = min(by_hand, time.perf_counter() - started)
+    return executor, without_deadlines, by_hand
+
+
+def _ignore(event: object) -> None:
+    return None
+
+
+async def process_overhead() -> tuple[float, float]:
+    """Median seconds per call of the torch lighter: through the executor, and alone."""
+    skills = bundled_skills()
+    tool_path = "skills/torch-lighter/light.py"
+    script = skills.resolve(tool_path)
+    call = ToolInvocation(tool_id="light", tool_path=tool_path, input={"action": "light"})
+    data = Path.home() / ".cache" / "plancontracts-bench"
+    data.mkdir(parents=True, exist_ok=True)
+    request = ToolRequest(
+        version="0",
+        request_id="bench/light",
+        tool_id="light",
+        tool_path=tool_path,
+        attempt=1,
+        input={"action": "light"},
+        dependencies={},
+        data_dir=str(data),
+    )
+    stdin = msgspec.json.encode(request)
+    environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    executor: list[float] = []
+    alone: list[float] = []
+    for _ in range(PROCESS_ROUNDS):
+        plan = Plan(request_id=str(uuid.uuid4()), tools=[call])
+        started = time.perf_counter()
+        result = await execute_plan(plan, skills=skills, data_root=data.parent)
+        executor.append(time.perf_counter() - started)
+        assert result.success, result
+        started = time.perf_counter()
+        await trio.run_process(
+            [sys.executable, str(script.file)],
+            stdin=stdin,
+            capture_stdout=True,
+            cwd=script.skill_folder,
+            env=environment,
+        )
+        alone.append(time.perf_counter() - started)
+    return statistics.median(executor), statistics.median(alone)
+
+
+async def makespan(limit: int) -> float:
+    """Seconds to run 8 independent 0.5 s script calls at most `limit` at a time."""
+    calls = [
+        ToolInvocation(tool_id=f"s{i}", tool_path="skills/bench/sleep.sh", async_=True)
+        for i in range(8)
+    ]
+    plan = Plan(request_id=str(uuid.uuid4()), tools=calls, parallel=True)
+    started = time.perf_counter()
+    result = await execute_plan(
+        plan,
+        skills=discover_skills([BENCH_SKILLS]),
+        limits=Limits(max_concurrency=limit),
+        data_root=Path.home() / ".cache" / "plancontracts-bench",
+    )
+    assert result.success, result
+    return time.perf_counter() - started
+
+
+async def main() -> int:
+    met = True
+
+    executor, without_deadlines, by_hand = await tool_overhead()
+    ratio = executor / by_hand
+    met &= ratio <= TARGET_TOOL_OVERHEAD
+    print(
+        f"(a) {TOOLS}-tool in-process DAG: executor {executor * 1000:.1f} ms, "
+        f"by hand {by_hand * 1000:.1f} ms: {ratio:.1f}x "
+        f"(target at most {TARGET_TOOL_OVERHEAD:g}x): "
+        f"{'met' if ratio <= TARGET_TOOL_OVERHEAD else 'NOT met'}"
+    )
+    print(
+        f"    of which per-tool deadlines (a trio cancel scope each): "
+        f"{(executor - without_deadlines) / TOOLS * 1e6:.1f} us per tool; without them "
+        f"{without_deadlines / by_hand:.1f}x"
+    )
+
+    through, alone = await process_overhead()
+    ratio = through / alone
+    met &= ratio <= TARGET_PROCESS_OVERHEAD
+    print(
+        f"(b) one script call: executor {through * 1000:.1f} ms, "
+        f"trio.run_process {alone * 1000:.1f} ms: {ratio:.2f}x "
+        f"(target at most {TARGET_PROCESS_OVERHEAD:g}x): "
+        f"{'met' if ratio <= TARGET_PROCESS_OVERHEAD else 'NOT met'}"
+    )
+
+    for limit in (1, 2, 4):
+        ideal = math.ceil(8 / limit) * SLEEP
+        measured = await makespan(limit)
+        slack = measured / ideal - 1
+        met &= slack <= TARGET_MAKESPAN_SLACK
+        print(
+            f"(c) 8 x {SLEEP:g} s at concurrency {limit}: {measured:.2f} s, "
+            f"ideal {ideal:.1f} s: {slack:+.0%} "
+            f"(target within {TARGET_MAKESPAN_SLACK:.0%}): "
+            f"{'met' if slack <= TARGET_MAKESPAN_SLACK else 'NOT met'}"
+        )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(trio.run(main))
