@@ -73,6 +73,7 @@ __all__ = [
     "Limits",
     "ToolFunction",
     "UiEventHandler",
+    "check_plan",
     "default_data_root",
     "execute_plan",
     "merge_patch",
@@ -180,6 +181,38 @@ async def execute_plan(
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
+
+
+def check_plan(
+    plan: Plan,
+    *,
+    skills: SkillSet | None = None,
+    functions: Mapping[str, ToolFunction] | None = None,
+) -> ToolError | None:
+    """Why `execute_plan` would reject `plan` before running anything, or None.
+
+    The same checks, with the same errors: duplicate ids, unknown
+    dependencies, cycles, unusable script paths, inputs that break their
+    script's input schema. Runs nothing; needs no event loop.
+    """
+    functions = dict(functions or {})
+    for name in functions:
+        _check_function_name(name)
+    execution = _Execution(
+        plan,
+        bundled_skills() if skills is None else skills,
+        functions,
+        Limits(),
+        None,
+        (),
+        None,
+        1,
+    )
+    try:
+        execution._prepare()
+    except _Rejected as rejection:
+        return rejection.error
+    return None
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterable[BaseException]:

@@ -34,6 +34,7 @@ from plancontracts.runtime.executor import (
     EmitEvent,
     Limits,
     ToolFunction,
+    check_plan,
     execute_plan,
     merge_patch,
 )
@@ -434,3 +435,18 @@ def test_the_default_data_root_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_data_root() == tmp_path / "plancontracts" / "skills"
+
+
+def test_check_plan_gives_the_rejection_without_running_anything() -> None:
+    recorder = Recorder()
+    plan = plan_of(call("a", "b"), call("b", "a"))
+    error = check_plan(plan, skills=SkillSet(), functions={"test/work": recorder})
+    assert error is not None
+    assert (error.category, error.message) == (
+        "circular_dependency",
+        "the dependencies form a cycle: a -> b -> a",
+    )
+    assert (
+        check_plan(plan_of(call("a")), skills=SkillSet(), functions={"test/work": recorder}) is None
+    )
+    assert recorder.log == []
