@@ -73,8 +73,8 @@ def rules_beyond_types(bundle: JSONSchema) -> tuple[str, ...]:
     found: list[str] = []
     for pointer, node in walk(bundle):
         for key, value in node.items():
-            if key in _ANNOTATIONS or key in _TYPED:
-                continue
+            if key in _ANNOTATIONS or key in _TYPED or key.startswith("x-"):
+                continue  # `x-` keywords are the project's own annotations
             if key == "anyOf" and _is_nullable(value):
                 continue
             if key == "oneOf" and "discriminator" in node:

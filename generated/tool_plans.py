@@ -270,7 +270,7 @@ class UiEvent(Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=Tr
 
 
 class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); `$comment` is accepted at the top as a note for humans."""
+    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); fields marked `x-decoding: omit` are never written by a model: the planner fills them, or their defaults apply; `$comment` is accepted at the top as a note for humans."""
 
     request_id: Uuid = field(name="requestId")
     "A fresh UUID that identifies this plan. The execution result repeats it as `planId`, and a replan names it as `metadata.parentPlanId`."

@@ -75,6 +75,15 @@ class _Builder:
             return st.booleans()
         if kind == "null":
             return st.none()
+        if kind == "array" and "prefixItems" in schema:
+            assert schema.get("items") is False, "prefixItems followed by more items"
+            prefix = [self.build(item) for item in schema["prefixItems"]]
+            high = min(schema.get("maxItems", len(prefix)), len(prefix))
+            return st.integers(schema.get("minItems", 0), high).flatmap(
+                lambda size: st.tuples(*prefix[:size]).map(list)
+            )
+        if kind == "array" and schema.get("maxItems") == 0:
+            return st.just([])
         if kind == "array":
             low = schema.get("minItems", 0)
             high = min(schema.get("maxItems", low + 2), low + 2)
