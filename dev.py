@@ -50,7 +50,10 @@ def setup() -> None:
     if not PYTHON.exists():
         step("creating .venv")
         venv.create(VENV, with_pip=True)
-    step("installing plancontracts and its development tools into .venv (a minute or so)")
+    step(
+        "installing plancontracts and its development tools into .venv "
+        "(llama-cpp-python compiles llama.cpp: about 8 minutes on 2 cores the first time)"
+    )
     for command in (["--upgrade", "pip"], ["--editable", f"{ROOT}[dev]"]):
         # pip's and setuptools' chatter is shown only when something fails.
         done = subprocess.run(

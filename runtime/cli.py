@@ -133,6 +133,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     execute.set_defaults(run=_execute)
 
+    plan = commands.add_parser(
+        "plan", help="write a plan for player input with the local model (or the patterns)"
+    )
+    plan.add_argument(
+        "inputs", metavar="TEXT", nargs="+", help="player input; - reads one input per line"
+    )
+    plan.add_argument(
+        "--model", metavar="PATH|NAME", help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file"
+    )
+    plan.add_argument(
+        "--skills",
+        type=Path,
+        action="append",
+        metavar="DIR",
+        help="a folder of skill folders (repeatable; default: the bundled skills)",
+    )
+    plan.add_argument("--seed", type=int, metavar="N", help="sampling seed, for repeatable plans")
+    plan.add_argument("--no-download", action="store_true", help="never download the default model")
+    plan.set_defaults(run=_plan)
+
     generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
     generate.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
@@ -433,6 +453,28 @@ def _read_plan(name: str) -> Plan | Outcome:
     except ContractError as error:
         return Outcome(name, None, error.violations)
     return plan
+
+
+# plan ---------------------------------------------------------------------------
+
+
+def _plan(args: argparse.Namespace, out: TextIO) -> int:
+    from plancontracts.runtime.planner import Planner
+    from plancontracts.runtime.skills import bundled_skills, discover_skills
+
+    if args.inputs.count("-") > 1:
+        raise UsageError("standard input (-) can be read only once")
+    skills = discover_skills(args.skills) if args.skills else bundled_skills()
+    for problem in skills.problems:
+        sys.stderr.write(f"plancontracts: warning: {_label(problem)}\n")
+    planner = Planner.start(args.model, download=not args.no_download, skills=skills)
+    for text in args.inputs:
+        for player_input in sys.stdin if text == "-" else [text]:
+            if player_input.strip():
+                plan = planner.plan(player_input.strip(), seed=args.seed)
+                out.write(msgspec.json.encode(plan).decode() + "\n")
+                out.flush()
+    return EXIT_OK
 
 
 # generate -----------------------------------------------------------------------

@@ -11,6 +11,10 @@ from hypothesis import HealthCheck, settings
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+# Nothing downloads in tests: huggingface_hub (here and in every subprocess a test
+# starts) answers from its cache or fails at once. Download tests use a local server.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = ROOT / "snapshots"
 # Other projects' public data, used in place as external fixtures. It sits beside

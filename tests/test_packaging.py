@@ -51,6 +51,7 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) ->
         "skills/dice-roller/prompt.md",
         "skills/dice-roller/roll.py",
         "skills/dice-roller/roll.input.json",
+        "runtime/templates/narrator.md",
     ]:
         assert (package / relative).is_file(), relative
 

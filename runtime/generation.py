@@ -1,0 +1,145 @@
+"""A local model writing JSON under a decoding profile, with Outlines and llguidance.
+
+    writer = ModelWriter.load(path)                 # once per process
+    document = writer.write(prompt, profile.schema) # a dict, or GenerationFailed
+
+The model (llama-cpp-python) is loaded once; the compiled constraint for a
+schema is built once and reused for every later call with the same schema
+(building one costs seconds, so `write` keeps the most recent ones). A
+generation that does not end in JSON the schema accepts, because the token
+budget ran out or the backend failed silently inside llama.cpp, raises
+GenerationFailed; it is never returned as a document.
+
+`write_in_thread` runs the same off trio's event loop; cancelling it stops
+token generation at the next token, not only the waiting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+__all__ = ["GenerationFailed", "ModelWriter"]
+
+CACHED_CONSTRAINTS = 8
+
+
+class GenerationFailed(Exception):
+    """The model produced no document the schema accepts; the message says what it wrote."""
+
+
+@dataclass
+class ModelWriter:
+    """One loaded model and the compiled constraints built for it."""
+
+    path: Path
+    llama: Any
+    model: Any
+    chat_template: str | None
+    _generators: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    busy: threading.Lock = field(default_factory=threading.Lock)
+    "Held while tokens are generated: one llama.cpp context serves one generation at a time."
+
+    @classmethod
+    def load(cls, path: Path, *, context: int = 4096, threads: int | None = None) -> ModelWriter:
+        """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it."""
+        import outlines
+        from llama_cpp import Llama
+
+        llama = Llama(
+            str(path),
+            n_ctx=context,
+            n_threads=threads or os.cpu_count() or 1,
+            verbose=False,
+        )
+        template = llama.metadata.get("tokenizer.chat_template") or None
+        return cls(path, llama, outlines.from_llamacpp(llama), template)
+
+    def generator(self, schema: dict[str, Any]) -> Any:
+        """The compiled constraint for `schema`, built on first use and then reused."""
+        import outlines
+        from outlines.types import JsonSchema
+
+        canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        key = hashlib.sha256(canonical.encode()).hexdigest()
+        with self._lock:
+            found = self._generators.get(key)
+            if found is None:
+                # Unsorted: the model writes properties in the order the schema gives.
+                text = json.dumps(schema, separators=(",", ":"))
+                found = outlines.Generator(self.model, JsonSchema(text), backend="llguidance")
+                self._generators[key] = found
+                while len(self._generators) > CACHED_CONSTRAINTS:
+                    self._generators.popitem(last=False)
+            self._generators.move_to_end(key)
+            return found
+
+    def write(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Generate one JSON object under `schema` after `prompt`.
+
+        Raises GenerationFailed when the output is not a JSON object that
+        `schema` accepts, or when `stop` was set before the end.
+        """
+        from jsonschema import Draft202012Validator
+        from llama_cpp import StoppingCriteriaList
+
+        generator = self.generator(schema)
+        options: dict[str, Any] = {"max_tokens": max_tokens}
+        if seed is not None:
+            options["seed"] = seed
+        if stop is not None:
+            options["stopping_criteria"] = StoppingCriteriaList(
+                [lambda _ids, _logits: stop.is_set()]
+            )
+        with self.busy:
+            text = generator(prompt, **options)
+        if stop is not None and stop.is_set():
+            raise GenerationFailed("generation was stopped")
+        try:
+            document = json.loads(text)
+        except ValueError:
+            shown = text if len(text) <= 200 else text[:200] + "..."
+            raise GenerationFailed(
+                f"the model's output is not complete JSON ({len(text)} characters, "
+                f"budget {max_tokens} tokens): {shown!r}"
+            ) from None
+        if not isinstance(document, dict) or not Draft202012Validator(schema).is_valid(document):
+            raise GenerationFailed("the model's output does not satisfy the decoding schema")
+        return document
+
+    async def write_in_thread(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """`write` in a worker thread; cancellation stops generation at the next token."""
+        stop = threading.Event()
+        try:
+            return await trio.to_thread.run_sync(
+                lambda: self.write(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop),
+                abandon_on_cancel=True,
+            )
+        finally:
+            # On cancellation the thread is abandoned, not killed: the flag makes it
+            # stop at its next token, and `busy` keeps the next call waiting till then.
+            stop.set()

