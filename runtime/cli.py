@@ -17,11 +17,11 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import msgspec
 
-from plancontracts.generated.tool_plans import Plan
+from plancontracts.generated.tool_plans import ExecutionResult, Plan
 from plancontracts.runtime.contracts import contract_names, contract_schema, root_type
 from plancontracts.runtime.errors import (
     ContractError,
@@ -140,18 +140,35 @@ def _parser() -> argparse.ArgumentParser:
         "inputs", metavar="TEXT", nargs="+", help="player input; - reads one input per line"
     )
     plan.add_argument(
-        "--model", metavar="PATH|NAME", help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file"
+        "--execute",
+        action="store_true",
+        help="run each plan with the replan loop and print the narration (traces on stderr)",
     )
-    plan.add_argument(
-        "--skills",
-        type=Path,
-        action="append",
-        metavar="DIR",
-        help="a folder of skill folders (repeatable; default: the bundled skills)",
-    )
-    plan.add_argument("--seed", type=int, metavar="N", help="sampling seed, for repeatable plans")
-    plan.add_argument("--no-download", action="store_true", help="never download the default model")
+    play = commands.add_parser("play", help="play turn after turn, reading actions from stdin")
+    for command in (plan, play):
+        command.add_argument(
+            "--model",
+            metavar="PATH|NAME",
+            help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file.gguf",
+        )
+        command.add_argument(
+            "--skills",
+            type=Path,
+            action="append",
+            metavar="DIR",
+            help="a folder of skill folders (repeatable; default: the bundled skills)",
+        )
+        command.add_argument(
+            "--seed", type=int, metavar="N", help="sampling seed, for repeatable plans"
+        )
+        command.add_argument(
+            "--no-download", action="store_true", help="never download the default model"
+        )
+        command.add_argument(
+            "--data", type=Path, metavar="DIR", help="where skills keep their data (as execute)"
+        )
     plan.set_defaults(run=_plan)
+    play.set_defaults(run=_play)
 
     generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
     generate.add_argument(
@@ -394,8 +411,6 @@ def _examples(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _execute(args: argparse.Namespace, out: TextIO) -> int:
-    import trio
-
     from plancontracts.runtime.executor import Limits, default_data_root, execute_plan
     from plancontracts.runtime.skills import bundled_skills, discover_skills
     from plancontracts.runtime.trace import render_trace
@@ -414,22 +429,15 @@ def _execute(args: argparse.Namespace, out: TextIO) -> int:
         limits = Limits(
             plan_timeout=args.timeout, shutdown_grace=args.grace, max_concurrency=args.concurrency
         )
-    try:
-        result = trio.run(
-            partial(
-                execute_plan,
-                plan,
-                skills=skills,
-                limits=limits,
-                data_root=args.data or default_data_root(),
-            )
+    result: ExecutionResult = _run_trio(
+        partial(
+            execute_plan,
+            plan,
+            skills=skills,
+            limits=limits,
+            data_root=args.data or default_data_root(),
         )
-    except BaseExceptionGroup as group:
-        # trio reports Ctrl-C from inside its nurseries as a group; it is still Ctrl-C.
-        _, rest = group.split(KeyboardInterrupt)
-        if rest is None:
-            raise KeyboardInterrupt from None
-        raise
+    )
     if args.json:
         out.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
     else:
@@ -459,22 +467,99 @@ def _read_plan(name: str) -> Plan | Outcome:
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
+    if args.inputs.count("-") > 1:
+        raise UsageError("standard input (-) can be read only once")
+    planner = _planner(args)
+    for text in args.inputs:
+        for player_input in sys.stdin if text == "-" else [text]:
+            if not player_input.strip():
+                continue
+            if args.execute:
+                _turn(planner, player_input.strip(), args, out, state={})
+            else:
+                plan = _run_trio(partial(planner.plan, player_input.strip(), seed=args.seed))
+                out.write(msgspec.json.encode(plan).decode() + "\n")
+            out.flush()
+    return EXIT_OK
+
+
+def _play(args: argparse.Namespace, out: TextIO) -> int:
+    planner = _planner(args)
+    state: dict[str, Any] = {}
+    choices: list[str] = []
+    out.write("Type what you do; an empty line or end of input ends the game.\n")
+    while True:
+        out.write("> ")
+        out.flush()
+        line = sys.stdin.readline()
+        if not line.strip():
+            out.write("\n")
+            return EXIT_OK
+        text = line.strip()
+        if text.isdigit() and 1 <= int(text) <= len(choices):
+            text = choices[int(text) - 1]
+            out.write(f"({text})\n")
+        choices = _turn(planner, text, args, out, state)
+
+
+def _planner(args: argparse.Namespace) -> Any:
     from plancontracts.runtime.planner import Planner
     from plancontracts.runtime.skills import bundled_skills, discover_skills
 
-    if args.inputs.count("-") > 1:
-        raise UsageError("standard input (-) can be read only once")
     skills = discover_skills(args.skills) if args.skills else bundled_skills()
     for problem in skills.problems:
         sys.stderr.write(f"plancontracts: warning: {_label(problem)}\n")
-    planner = Planner.start(args.model, download=not args.no_download, skills=skills)
-    for text in args.inputs:
-        for player_input in sys.stdin if text == "-" else [text]:
-            if player_input.strip():
-                plan = planner.plan(player_input.strip(), seed=args.seed)
-                out.write(msgspec.json.encode(plan).decode() + "\n")
-                out.flush()
-    return EXIT_OK
+    return Planner.start(args.model, download=not args.no_download, skills=skills)
+
+
+def _turn(
+    planner: Any, text: str, args: argparse.Namespace, out: TextIO, state: dict[str, Any]
+) -> list[str]:
+    """Play one turn: narration, a trace per attempt, and the choices offered (returned)."""
+    from plancontracts.generated.tool_plans import UiEvent
+    from plancontracts.runtime.executor import default_data_root, merge_patch
+    from plancontracts.runtime.narrator import play_turn
+    from plancontracts.runtime.trace import render_trace
+
+    offered: list[str] = []
+
+    def on_ui_event(tool_id: str, event: UiEvent) -> None:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        found = payload.get("choices") if event.event == "narrative_choice" else None
+        if isinstance(found, list):
+            offered.extend(str(choice) for choice in found)
+
+    turn = _run_trio(
+        partial(
+            play_turn,
+            text,
+            planner,
+            state=state,
+            data_root=args.data or default_data_root(),
+            on_ui_event=on_ui_event,
+            seed=args.seed,
+        )
+    )
+    for attempt in turn.attempts:
+        sys.stderr.write(render_trace(attempt.result))
+    out.write(printable(turn.narration) + "\n")
+    for number, choice in enumerate(offered, 1):
+        out.write(f"  {number}. {printable(choice)}\n")
+    merge_patch(state, turn.state)
+    return offered
+
+
+def _run_trio(function: Any) -> Any:
+    import trio
+
+    try:
+        return trio.run(function)
+    except BaseExceptionGroup as group:
+        # trio reports Ctrl-C from inside its nurseries as a group; it is still Ctrl-C.
+        _, rest = group.split(KeyboardInterrupt)
+        if rest is None:
+            raise KeyboardInterrupt from None
+        raise
 
 
 # generate -----------------------------------------------------------------------

@@ -164,8 +164,9 @@ def pattern_plan(
             )
         )
     if not narrative:
-        echo = " ".join(player_input.split())[:MAX_ECHO] or "wait"
-        narrative.append(f"You {echo.removeprefix('I ').removeprefix('i ')}. The world waits.")
+        echo = " ".join(player_input.split())[:MAX_ECHO].rstrip(".!?") or "wait"
+        echo = echo.removeprefix("I ").removeprefix("i ")
+        narrative.append(f"You {echo[:1].lower()}{echo[1:]}. The world waits.")
     return Plan(
         request_id=request_id or str(uuid.uuid4()),
         narrative=" ".join(narrative)[:4000],

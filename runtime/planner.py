@@ -1,7 +1,7 @@
 """The narrator's planner: a local model under a decoding profile, or the patterns.
 
-    planner = Planner.start()                  # resolve and load a model, once
-    plan = planner.plan("I light the torch")   # a checked Plan, always
+    planner = Planner.start()                        # resolve and load a model, once
+    plan = await planner.plan("I light the torch")   # a checked Plan, always
 
 `Planner.start` walks the model resolution order (see `local_model`) and
 loads the first candidate that loads; with none, it plans with patterns. Each
@@ -64,7 +64,7 @@ class Planner:
         say("planner: no model; planning with patterns")
         return cls(None, skills, say)
 
-    def plan(
+    async def plan(
         self,
         player_input: str,
         *,
@@ -74,14 +74,17 @@ class Planner:
         parent_plan_id: str | None = None,
         seed: int | None = None,
     ) -> Plan:
-        """A plan for `player_input` that passes the contract and the executor's checks."""
+        """A plan for `player_input` that passes the contract and the executor's checks.
+
+        The model writes in a worker thread; cancelling the call stops it.
+        """
         off = sorted(set(disabled))
         if self.writer is not None:
             profile = plan_profile(self.skills, disabled=off)
             messages = narrator_messages(player_input, self.skills, disabled=off, state=state)
             prompt = render_chat(messages, self.writer.chat_template)
             try:
-                document = self.writer.write(prompt, profile.schema, seed=seed)
+                document = await self.writer.write_in_thread(prompt, profile.schema, seed=seed)
             except GenerationFailed as failure:
                 self.say(f"planner: the model failed ({failure}); planning with patterns")
             else:

@@ -228,12 +228,40 @@ def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter
         "required": ["story"],
         "additionalProperties": False,
     }
+    stop = threading.Event()
+    outcome: list[BaseException] = []
+
+    def generate() -> None:
+        try:
+            writer.write("Tell a long story.\n", schema, max_tokens=3000, stop=stop)
+        except BaseException as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=generate)
+    worker.start()
+    time.sleep(1.0)
+    assert worker.is_alive()  # 3,000 tokens take about a minute here
+    stop.set()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert [type(error) for error in outcome] == [GenerationFailed]
+    assert str(outcome[0]) == "generation was stopped"
+
+
+def test_cancelling_from_trio_sets_the_stop(writer: ModelWriter) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "maxLength": 4000}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
 
     async def cancel_soon() -> float:
-        with trio.move_on_after(0.5):
+        with trio.move_on_after(1.0) as scope:
             await writer.write_in_thread("Tell a long story.\n", schema, max_tokens=3000)
+        assert scope.cancelled_caught
         started = time.perf_counter()
-        # The abandoned worker holds `busy` until it stops; 3,000 tokens would take a minute.
+        # The abandoned worker holds `busy` until it has stopped.
         await trio.to_thread.run_sync(writer.busy.acquire)
         writer.busy.release()
         return time.perf_counter() - started

