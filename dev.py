@@ -1,6 +1,6 @@
 """Set up the project's environment and run its jobs, with nothing but Python installed.
 
-    python3 dev.py demo    # set up, then validate every contract's bundled examples
+    python3 dev.py demo    # set up, validate the bundled examples, play one narrated turn
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
     python3 dev.py bench [validation|executor|planning]   # set up, then run benchmarks
     python3 dev.py setup   # only set up
@@ -67,7 +67,11 @@ def setup() -> None:
 
 def demo() -> int:
     step("plancontracts examples")
-    return run(BIN / "plancontracts", "examples", check=False)
+    status = run(BIN / "plancontracts", "examples", check=False)
+    player_input = "I light the torch and examine the iron door"
+    step(f"plancontracts plan --execute {player_input!r}: planned by the local model, narrated")
+    command = (BIN / "plancontracts", "plan", "--execute", player_input, "--no-download")
+    return status | run(*command, check=False)
 
 
 def test() -> int:
