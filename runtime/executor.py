@@ -159,18 +159,15 @@ async def execute_plan(
     """
     if not 1 <= attempt_number <= 3:
         raise ValueError("attempt_number must be 1, 2 or 3")
-    functions = dict(functions or {})
-    for name in functions:
-        _check_function_name(name)
     execution = _Execution(
         plan,
-        bundled_skills() if skills is None else skills,
+        skills,
         functions,
-        limits or Limits(),
-        data_root,
-        tuple(folder.resolve() for folder in asset_folders),
-        on_ui_event,
-        attempt_number,
+        limits=limits or Limits(),
+        data_root=data_root,
+        asset_folders=tuple(folder.resolve() for folder in asset_folders),
+        on_ui_event=on_ui_event,
+        attempt_number=attempt_number,
     )
     try:
         return await execution.run()
@@ -195,19 +192,7 @@ def check_plan(
     dependencies, cycles, unusable script paths, inputs that break their
     script's input schema. Runs nothing; needs no event loop.
     """
-    functions = dict(functions or {})
-    for name in functions:
-        _check_function_name(name)
-    execution = _Execution(
-        plan,
-        bundled_skills() if skills is None else skills,
-        functions,
-        Limits(),
-        None,
-        (),
-        None,
-        1,
-    )
+    execution = _Execution(plan, skills, functions)
     try:
         execution._prepare()
     except _Rejected as rejection:
@@ -291,18 +276,21 @@ class _Execution:
     def __init__(
         self,
         plan: Plan,
-        skills: SkillSet,
-        functions: dict[str, ToolFunction],
-        limits: Limits,
-        data_root: Path | None,
-        asset_folders: tuple[Path, ...],
-        on_ui_event: UiEventHandler | None,
-        attempt_number: int,
+        skills: SkillSet | None,
+        functions: Mapping[str, ToolFunction] | None,
+        *,
+        limits: Limits | None = None,
+        data_root: Path | None = None,
+        asset_folders: tuple[Path, ...] = (),
+        on_ui_event: UiEventHandler | None = None,
+        attempt_number: int = 1,
     ) -> None:
         self.plan = plan
-        self.skills = skills
-        self.functions = functions
-        self.limits = limits
+        self.skills = bundled_skills() if skills is None else skills
+        self.functions = dict(functions or {})
+        for name in self.functions:
+            _check_function_name(name)
+        self.limits = limits or Limits()
         self.data_root = data_root
         self.asset_folders = asset_folders
         self.on_ui_event = on_ui_event

@@ -32,6 +32,14 @@ from plancontracts.runtime.prompts import narrator_messages, render_chat
 from plancontracts.runtime.skills import bundled_skills
 
 FAKE_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(1000)
+# A schema that makes the model write at length: at least 2,000 characters,
+# hundreds of tokens, far more than a second's work here.
+STORY = {
+    "type": "object",
+    "properties": {"story": {"type": "string", "minLength": 2000, "maxLength": 4000}},
+    "required": ["story"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -211,36 +219,24 @@ def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -
 
 
 def test_output_cut_by_the_token_budget_is_a_failure(writer: ModelWriter) -> None:
-    schema = {
-        "type": "object",
-        "properties": {"story": {"type": "string", "maxLength": 2000}},
-        "required": ["story"],
-        "additionalProperties": False,
-    }
     with pytest.raises(GenerationFailed, match="not complete JSON"):
-        writer.write("Tell a long story.\n", schema, max_tokens=8, seed=1)
+        writer.write("Tell a long story.\n", STORY, max_tokens=8, seed=1)
 
 
 def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter) -> None:
-    schema = {
-        "type": "object",
-        "properties": {"story": {"type": "string", "maxLength": 4000}},
-        "required": ["story"],
-        "additionalProperties": False,
-    }
     stop = threading.Event()
     outcome: list[BaseException] = []
 
     def generate() -> None:
         try:
-            writer.write("Tell a long story.\n", schema, max_tokens=3000, stop=stop)
+            writer.write("Tell a long story.\n", STORY, max_tokens=3000, stop=stop)
         except BaseException as error:
             outcome.append(error)
 
     worker = threading.Thread(target=generate)
     worker.start()
     time.sleep(1.0)
-    assert worker.is_alive()  # 3,000 tokens take about a minute here
+    assert worker.is_alive()
     stop.set()
     worker.join(timeout=10)
     assert not worker.is_alive()
@@ -249,16 +245,10 @@ def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter
 
 
 def test_cancelling_from_trio_sets_the_stop(writer: ModelWriter) -> None:
-    schema = {
-        "type": "object",
-        "properties": {"story": {"type": "string", "maxLength": 4000}},
-        "required": ["story"],
-        "additionalProperties": False,
-    }
 
     async def cancel_soon() -> float:
         with trio.move_on_after(1.0) as scope:
-            await writer.write_in_thread("Tell a long story.\n", schema, max_tokens=3000)
+            await writer.write_in_thread("Tell a long story.\n", STORY, max_tokens=3000)
         assert scope.cancelled_caught
         started = time.perf_counter()
         # The abandoned worker holds `busy` until it has stopped.
