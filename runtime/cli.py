@@ -412,7 +412,6 @@ def _examples(args: argparse.Namespace, out: TextIO) -> int:
 
 def _execute(args: argparse.Namespace, out: TextIO) -> int:
     from plancontracts.runtime.executor import Limits, default_data_root, execute_plan
-    from plancontracts.runtime.skills import bundled_skills, discover_skills
     from plancontracts.runtime.trace import render_trace
 
     plan = _read_plan(args.plan)
@@ -421,14 +420,9 @@ def _execute(args: argparse.Namespace, out: TextIO) -> int:
         for violation in plan.violations:
             sys.stderr.write(f"  {_label(str(violation))}\n")
         return EXIT_USAGE
-    skills = discover_skills(args.skills) if args.skills else bundled_skills()
-    for problem in skills.problems:
-        sys.stderr.write(f"plancontracts: warning: {_label(problem)}\n")
-    limits = Limits(plan_timeout=args.timeout, shutdown_grace=args.grace)
-    if args.concurrency:
-        limits = Limits(
-            plan_timeout=args.timeout, shutdown_grace=args.grace, max_concurrency=args.concurrency
-        )
+    skills = _skills(args)
+    concurrency = {"max_concurrency": args.concurrency} if args.concurrency else {}
+    limits = Limits(plan_timeout=args.timeout, shutdown_grace=args.grace, **concurrency)
     result: ExecutionResult = _run_trio(
         partial(
             execute_plan,
@@ -504,12 +498,18 @@ def _play(args: argparse.Namespace, out: TextIO) -> int:
 
 def _planner(args: argparse.Namespace) -> Any:
     from plancontracts.runtime.planner import Planner
+
+    return Planner.start(args.model, download=not args.no_download, skills=_skills(args))
+
+
+def _skills(args: argparse.Namespace) -> Any:
+    """The skills of `--skills` (default: the bundled ones), warning of each one skipped."""
     from plancontracts.runtime.skills import bundled_skills, discover_skills
 
     skills = discover_skills(args.skills) if args.skills else bundled_skills()
     for problem in skills.problems:
         sys.stderr.write(f"plancontracts: warning: {_label(problem)}\n")
-    return Planner.start(args.model, download=not args.no_download, skills=skills)
+    return skills
 
 
 def _turn(
