@@ -40,10 +40,20 @@ ChoiceKey: TypeAlias = Annotated[
     str, Meta(max_length=64, pattern="^(god:|think:)?[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
 ]
 "A choice id: snake_case words of lower-case letters and digits joined by single underscores, starting with a letter, optionally prefixed `god:` or `think:`, for example `sneak_past` or `think:return_story`."
+Complexity: TypeAlias = Literal["simple", "moderate", "complex"]
+"How hard several tasks are to run together."
+Confidence: TypeAlias = Literal["high", "medium", "low"]
+"How sure the character is that an option will work."
 Dc: TypeAlias = Annotated[int, Meta(ge=1, le=40)]
 "A difficulty class: the number a roll must reach to succeed."
 GameTime: TypeAlias = Annotated[int, Meta(ge=0, le=9007199254740991)]
 "A moment of game time: microseconds since the start of the campaign."
+QualityTier: TypeAlias = Literal[
+    "Masterful", "Brilliant", "Sharp", "Competent", "Incomplete", "Muddled", "Confused"
+]
+"The quality of a plan, from the best success to the worst failure."
+RiskLevel: TypeAlias = Literal["safe", "low", "medium", "high"]
+"How dangerous an option is, from no risk to significant danger."
 TopicKey: TypeAlias = Annotated[
     str, Meta(max_length=64, pattern="^[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
 ]
@@ -87,12 +97,16 @@ class ParallelAnalysis(Struct, forbid_unknown_fields=True, kw_only=True):
     "Who handles which task."
     personal_focus: Annotated[str, Meta(max_length=300)] | UnsetType = UNSET
     "The task the character handles personally."
+    base_dc: Dc | UnsetType = UNSET
+    "The DC of the primary task, before the coordination additions."
+    complexity: Complexity = "simple"
+    "How hard the tasks are to run together: `simple` (compatible tasks, capable allies, no pressure), `moderate` (a moderately complex task, somewhat chaotic conditions or less capable allies) or `complex` (complex or conflicting tasks, high stress, untrained allies)."
     coordination_dc: Dc | UnsetType = UNSET
-    "The difficulty of coordinating everything: the primary task's DC plus 2 for each additional task, plus any complexity modifier."
+    "The difficulty of coordinating everything: base_dc plus 2 for each situational choice beyond the first, plus 1 for moderate or 2 for complex complexity. For example base DC 12 with two tasks of simple complexity gives 14. Without base_dc it is at least 5 plus those additions."
 
 
 class PlanQuality(Struct, forbid_unknown_fields=True, kw_only=True):
-    """The Intelligence or Wisdom check that measures how good the plan is. margin = roll_result - dc; success = roll_result >= dc; the tier follows from them: on success a margin of 15 or more is Masterful, 10 or more Brilliant, 5 or more Sharp, else Competent; on failure a margin of -10 or less is Confused, -5 or less Muddled, else Incomplete."""
+    """The Intelligence or Wisdom check that measures how good the plan is. margin = roll_result - dc; success = roll_result >= dc; the tier follows from them: on success a margin of 15 or more is Masterful, 10 or more Brilliant, 5 or more Sharp, else Competent; on failure a margin of -10 or less is Confused, -5 or less Muddled, else Incomplete. Fields marked `x-decoding: roll` are never written by a model: code rolls the check and fills them; `effect` (`x-decoding: after-roll`) is written once the roll is known."""
 
     stat_used: Annotated[str, Meta(max_length=40, min_length=1)]
     "The ability rolled, usually `Intelligence` or `Wisdom`."
@@ -112,9 +126,7 @@ class PlanQuality(Struct, forbid_unknown_fields=True, kw_only=True):
     "Whether roll_result reached dc."
     margin: Annotated[int, Meta(ge=-60, le=60)]
     "roll_result minus dc."
-    quality_tier: Literal[
-        "Masterful", "Brilliant", "Sharp", "Competent", "Incomplete", "Muddled", "Confused"
-    ]
+    quality_tier: QualityTier
     "The plan's quality, which follows from success and margin."
     effect: Annotated[str, Meta(max_length=1000)]
     "What this quality of planning means for the analysis."
@@ -127,13 +139,13 @@ class Choice(Struct, forbid_unknown_fields=True, kw_only=True):
     "The option's label as the player sees it, a few words of plain text."
     description: Annotated[str, Meta(max_length=2000, min_length=1)]
     "What taking this option means, in plain text."
-    risk_level: Literal["safe", "low", "medium", "high"] | UnsetType = UNSET
+    risk_level: RiskLevel | UnsetType = UNSET
     "How dangerous the option is: `safe` (no risk), `low` (minor consequences), `medium` (notable consequences), `high` (significant danger; harder, but better rewards)."
     pros: Annotated[list[Pro], Meta(max_length=8)] | UnsetType = UNSET
     "Advantages of this option."
     cons: Annotated[list[Con], Meta(max_length=8)] | UnsetType = UNSET
     "Drawbacks of this option."
-    confidence: Literal["high", "medium", "low"] | UnsetType = UNSET
+    confidence: Confidence | UnsetType = UNSET
     "How sure the character is that this will work: `high`, `medium` or `low`."
     analysis: ParallelAnalysis | UnsetType = UNSET
     "For the parallel option only: who does what and how hard coordinating it is."
@@ -142,10 +154,10 @@ class Choice(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class PlanningBlock(Struct, forbid_unknown_fields=True, kw_only=True):
-    """The options a game master offers the player at a decision point, with the analysis behind them. In Think mode the block also carries the planning check (`plan_quality`), a `situation_assessment` and an `analysis`; in Story mode only `choices` is needed. `choices` is an object whose keys are the choice ids, in display order; a parallel option, when present, comes last. Decisions: choice keys are strict snake_case with an optional `god:` or `think:` prefix; `choices` is an object, never a list; text fields are plain text."""
+    """The options a game master offers the player at a decision point, with the analysis behind them. In Think mode the block also carries the planning check (`plan_quality`), `thinking`, a `situation_assessment` and an `analysis`; in Story mode only `choices` is needed. `choices` is an object whose keys are the choice ids, in display order. Keys prefixed `god:` or `think:` are meta choices; the others are situational choices. The parallel option, which runs the situational choices together, is the choice whose key is `parallel` or starts with `parallel_`; a block offers at most one, only with 2 or more situational choices, and always last. In Think mode a block with 2 or more situational choices must offer it, unless `parallel_exclusion` says why not. Rules beyond this schema, checked by plancontracts: `plan_quality` is consistent (margin, success and tier follow from roll_result and dc); `analysis.recommended_approach` names a choice of the block; `coordination_dc` follows the +2 per additional task rule; text is plain text, without HTML markup. Decisions: choice keys are strict snake_case with an optional `god:` or `think:` prefix; `choices` is an object, never a list."""
 
     choices: Annotated[dict[ChoiceKey, Choice], Meta(max_length=12)]
-    "The options, keyed by choice id, in the order they are shown. Keys are snake_case, optionally prefixed `god:` (game-master commands) or `think:` (stay in or leave Think mode). Put a parallel option, if any, last. May be empty while the game waits for a roll."
+    "The options, keyed by choice id, in the order they are shown. Keys are snake_case, optionally prefixed `god:` (game-master commands) or `think:` (stay in or leave Think mode). The parallel option (key `parallel` or `parallel_...`) comes last. May be empty while the game waits for a roll."
     thinking: Annotated[str, Meta(max_length=8000)] | UnsetType = UNSET
     "The game master's reasoning about the situation, in plain text. Required in Think mode."
     context: Annotated[str, Meta(max_length=2000)] | UnsetType = UNSET
@@ -154,5 +166,7 @@ class PlanningBlock(Struct, forbid_unknown_fields=True, kw_only=True):
     "The planning check of Think mode: the roll, its difficulty and the resulting quality tier. Absent in Story mode."
     situation_assessment: SituationAssessment | UnsetType = UNSET
     "What the character knows about the situation. Required in Think mode."
+    parallel_exclusion: Literal["mutually_exclusive", "sequential"] | UnsetType = UNSET
+    "Why a block with 2 or more situational choices offers no parallel option: `mutually_exclusive` (the choices rule each other out by nature, such as surrendering or fighting to the death) or `sequential` (one must happen before another is possible). Only these reasons excuse a Think-mode block from the parallel option; a block that has one must not set this."
     analysis: Analysis | UnsetType = UNSET
     "Which choice is recommended and why. Required in Think mode."
