@@ -29,18 +29,34 @@ def schema_text(contract: str) -> str:
 
     Raises `UnknownContractError` for an unknown name.
     """
+    return "\n".join(text for _, text in schema_sections(contract)).rstrip() + "\n"
+
+
+def schema_sections(contract: str) -> list[tuple[str, str]]:
+    """The sections of `schema_text(contract)` as (name, Markdown) pairs, in order.
+
+    The contract's own section comes first, named `""`; then one section per
+    object type, named as in the schema's `$defs`; then `Value types`, when
+    the contract names simple types. Raises `UnknownContractError` for an
+    unknown name.
+    """
     schema = contract_schema(contract)
     renderer = _Renderer(schema.get("$defs", {}))
     title = schema.get("title", contract)
-    sections = [f"# {title} (`{contract}`)\n\n{schema.get('description', '').strip()}\n"]
-    sections.append(renderer.body(schema))
+    head = f"# {title} (`{contract}`)\n\n{schema.get('description', '').strip()}\n"
+    sections = [("", f"{head}\n{renderer.body(schema)}")]
     while renderer.pending:
         name = renderer.pending.pop(0)
         definition = renderer.definitions[name]
         text = definition.get("description", "").strip()
-        sections.append(f"## {name}\n\n{text}\n" if text else f"## {name}\n")
-        sections.append(renderer.body(definition))
-    return "\n".join(section for section in sections if section).rstrip() + "\n"
+        head = f"## {name}\n\n{text}\n" if text else f"## {name}\n"
+        sections.append((name, f"{head}\n{renderer.body(definition)}"))
+    if renderer.values:
+        # Named simple types are written out in place; their own descriptions
+        # (what a key or an id means) are kept here, so that none is lost.
+        lines = [f"- `{name}`: {text}" for name, text in renderer.values.items()]
+        sections.append(("Value types", "## Value types\n\n" + "\n".join(lines) + "\n"))
+    return sections
 
 
 class _Renderer:
@@ -48,6 +64,8 @@ class _Renderer:
         self.definitions = definitions
         self.pending: list[str] = []
         self.seen: set[str] = set()
+        self.values: dict[str, str] = {}
+        "Named simple types met so far, with their descriptions."
 
     def body(self, schema: dict[str, Any]) -> str:
         if "oneOf" in schema:
@@ -104,7 +122,13 @@ class _Renderer:
             article = "an" if name[0] in "AEIOU" else "a"
             return f"{article} {name} object (see below)"
         if "$ref" in schema:
-            return self.type_of(self.definitions[schema["$ref"].removeprefix("#/$defs/")])
+            name = schema["$ref"].removeprefix("#/$defs/")
+            definition = self.definitions[name]
+            text = self.type_of(definition)
+            description = definition.get("description", "").strip()
+            if description and name not in self.values:
+                self.values[name] = f"{text}. {description}"
+            return f"{text} (see `{name}` below)" if description else text
         if "anyOf" in schema:
             return " or ".join(self.type_of(branch) for branch in schema["anyOf"])
         if "const" in schema:
