@@ -1,0 +1,64 @@
+"""Plain text: telling markup from prose, and neutralising markup.
+
+Text fields of the contracts are plain text, but they reach web front ends,
+where a `<script>` in a choice's label would run. Markup is recognised and
+removed by ammonia, a maintained HTML sanitiser (through its Python binding
+`nh3`), never by hand-written patterns: those both miss attacks and mangle
+prose.
+
+A text holds markup when reading it as HTML gives anything but text: an
+element, a comment, a doctype. Prose with `=`, `&`, quotes, emoji, or a `<`
+that opens no tag (`HP < 10`, `<3`) holds none and is never changed. As in
+HTML, a `<` directly followed by a letter, `/`, `!` or `?` opens markup, so
+`a<b` is markup (a browser shows `a`).
+"""
+
+from __future__ import annotations
+
+import html
+
+import nh3
+
+__all__ = ["has_markup", "neutralise"]
+
+# Each round removes one layer of markup (and of references spelling markup);
+# real texts need one or two. Deeper nesting than this is escaped instead.
+_ROUNDS = 16
+
+
+def has_markup(text: str) -> bool:
+    """Whether `text`, read as HTML, holds anything but text."""
+    if "<" not in text:
+        return False  # character references alone only ever make text
+    # The same text with every `<` escaped holds no markup at all; both are read
+    # by the same parser, so they differ exactly when some `<` opened markup.
+    return _clean(text) != _clean(text.replace("<", "&lt;"))
+
+
+def neutralise(text: str) -> str:
+    """`text` with its markup removed: what a browser would show of it, as plain text.
+
+    Tags and comments are dropped and the contents of `script` and `style`
+    with them; the text between tags is kept. Where the text holds markup, its
+    character references are read as HTML reads them (`&amp;` becomes `&`),
+    and the result is cleaned again until no markup is left, so a reference
+    that spells a tag cannot survive as one (`<b>&lt;script&gt;...</b>` loses
+    the spelled tag too). Text without markup is returned unchanged, byte for
+    byte; markup nested deeper than any real text is escaped instead.
+    """
+    for _ in range(_ROUNDS):
+        if not has_markup(text):
+            return text
+        # The sanitiser writes HTML: &amp;, &lt;, &gt; and &nbsp; are its only escapes.
+        text = html.unescape(_clean(text))
+    return text if not has_markup(text) else nh3.clean_text(text)
+
+
+def _clean(fragment: str) -> str:
+    """`fragment` as HTML with every tag and comment removed, as the sanitiser writes it."""
+    try:
+        return nh3.clean(fragment, tags=set())
+    except UnicodeEncodeError:
+        # A lone surrogate, which no HTML parser takes: read it as U+FFFD, as they do.
+        fixed = fragment.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return nh3.clean(fixed, tags=set())
