@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -29,10 +29,13 @@ from plancontracts.runtime.errors import (
     Violation,
     printable,
 )
+from plancontracts.runtime.planning_blocks import ABSENT, Normalized, decode_block, normalize_block
+from plancontracts.runtime.planning_mechanics import Mode
 from plancontracts.runtime.schema_text import schema_text
-from plancontracts.runtime.validation import decode
+from plancontracts.runtime.validation import decode, parse_document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+PLANNING_BLOCK = "planning-block"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -90,7 +93,29 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"refuse documents (or lines) larger than N bytes (default {DEFAULT_MAX_BYTES})",
     )
+    validate.add_argument(
+        "--mode",
+        choices=("think", "story"),
+        help="planning-block only: judge in Think mode (stricter) or Story mode (the default)",
+    )
     validate.set_defaults(run=_validate)
+
+    normalize = commands.add_parser(
+        "normalize",
+        help="repair what the planning protocol allows in a planning block, reporting each repair",
+    )
+    normalize.add_argument("contract", metavar="CONTRACT", help="planning-block")
+    normalize.add_argument("file", metavar="FILE", help="a JSON file, or - for stdin")
+    normalize.add_argument(
+        "--mode",
+        choices=("think", "story"),
+        default="story",
+        help="the mode to judge the result in",
+    )
+    normalize.add_argument(
+        "--json", action="store_true", help="print one JSON object: repairs, errors and the block"
+    )
+    normalize.set_defaults(run=_normalize)
 
     examples = commands.add_parser(
         "examples", help="validate the example documents bundled with every contract"
@@ -237,31 +262,44 @@ class Outcome:
 
 def _validate(args: argparse.Namespace, out: TextIO) -> int:
     root_type(args.contract)  # an unknown contract is a usage error, before any reading
+    if args.mode and args.contract != PLANNING_BLOCK:
+        raise UsageError(f"--mode applies to {PLANNING_BLOCK} only, not {args.contract}")
     if args.files.count("-") > 1:
         raise UsageError("standard input (-) can be read only once")
+    judge = partial(_judge, args.contract, args.mode or "story")
     report = _JsonReport(out) if args.json else _TextReport(out, ndjson=args.ndjson)
     for name in args.files:
-        for outcome in _outcomes(args.contract, name, args.ndjson, args.max_bytes):
+        for outcome in _outcomes(judge, name, args.ndjson, args.max_bytes):
             report.add(outcome)
         report.end_file(name)
     return report.finish()
 
 
-def _outcomes(contract: str, name: str, ndjson: bool, limit: int) -> Iterator[Outcome]:
+def _outcomes(
+    judge: Callable[[str, int | None, bytes | Violation], Outcome],
+    name: str,
+    ndjson: bool,
+    limit: int,
+) -> Iterator[Outcome]:
     try:
         with _opened(name) as stream:
             if ndjson:
                 for number, line in _lines(stream, limit):
-                    yield _judge(contract, name, number, line)
+                    yield judge(name, number, line)
                 return
-            data = stream.read(limit + 1)
+            data = _read_at_most(stream, limit)
     except OSError as error:
         yield Outcome(name, None, (Violation("", _unreadable(error)),))
         return
+    yield judge(name, None, data)
+
+
+def _read_at_most(stream: BinaryIO, limit: int) -> bytes | Violation:
+    """The whole stream, or the violation that says it is larger than `limit` bytes."""
+    data = stream.read(limit + 1)
     if len(data) > limit:
-        yield Outcome(name, None, (Violation("", f"larger than {limit} bytes (see --max-bytes)"),))
-    else:
-        yield _judge(contract, name, None, data)
+        return Violation("", f"larger than {limit} bytes (see --max-bytes)")
+    return data
 
 
 def _opened(name: str) -> AbstractContextManager[BinaryIO]:
@@ -271,11 +309,16 @@ def _opened(name: str) -> AbstractContextManager[BinaryIO]:
     return Path(name).open("rb")
 
 
-def _judge(contract: str, name: str, line: int | None, data: bytes | Violation) -> Outcome:
+def _judge(
+    contract: str, mode: Mode, name: str, line: int | None, data: bytes | Violation
+) -> Outcome:
     if isinstance(data, Violation):
         return Outcome(name, line, (data,))
     try:
-        decode(contract, data)
+        if contract == PLANNING_BLOCK:
+            decode_block(data, mode)
+        else:
+            decode(contract, data)
     except ContractError as error:
         return Outcome(name, line, error.violations)
     return Outcome(name, line, ())
@@ -374,6 +417,61 @@ class _JsonReport:
 
     def finish(self) -> int:
         return EXIT_INVALID if self.invalid else EXIT_OK
+
+
+# normalize ----------------------------------------------------------------------
+
+
+def _normalize(args: argparse.Namespace, out: TextIO) -> int:
+    root_type(args.contract)
+    if args.contract != PLANNING_BLOCK:
+        raise UsageError(f"only {PLANNING_BLOCK} documents can be normalized, not {args.contract}")
+    try:
+        with _opened(args.file) as stream:
+            data = _read_at_most(stream, DEFAULT_MAX_BYTES)
+    except OSError as error:
+        data = Violation("", _unreadable(error))
+    result: Normalized | None = None
+    if isinstance(data, Violation):
+        problems: tuple[Violation, ...] = (data,)
+    else:
+        try:
+            result = normalize_block(parse_document(PLANNING_BLOCK, data), args.mode)
+            problems = result.violations
+        except ContractError as error:  # not JSON at all
+            problems = error.violations
+    repairs = result.repairs if result else ()
+    if args.json:
+        record: dict[str, Any] = {"file": args.file, "valid": not problems}
+        record["repairs"] = [
+            {
+                "pointer": r.pointer,
+                **({} if r.before is ABSENT else {"before": r.before}),
+                "after": r.after,
+                "reason": r.reason,
+            }
+            for r in repairs
+        ]
+        record["errors"] = [{"pointer": v.pointer, "message": v.message} for v in problems]
+        record["block"] = result.block if result else None
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return EXIT_INVALID if problems else EXIT_OK
+    label = _label(args.file)
+    count = f"{len(repairs)} repair{'s' if len(repairs) != 1 else ''}"
+    sys.stderr.write(f"{label}: {count}\n")
+    for repair in repairs:
+        sys.stderr.write(f"  {_label(str(repair))}\n")
+    if problems:
+        noun = "violation" if len(problems) == 1 else "violations"
+        sys.stderr.write(
+            f"{label}: still invalid ({len(problems)} {noun}), so nothing is printed\n"
+        )
+        for violation in problems:
+            sys.stderr.write(f"  {_label(str(violation))}\n")
+        return EXIT_INVALID
+    assert result is not None
+    out.write(json.dumps(result.block, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
 
 
 # examples -----------------------------------------------------------------------

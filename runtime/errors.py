@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,12 @@ def printable(text: str) -> str:
     honest terminal line.
     """
     return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A short, printable, one-line rendering of a JSON value, cut at `limit` characters."""
+    text = printable(json.dumps(value, ensure_ascii=False))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class UnknownContractError(LookupError):

@@ -2,12 +2,14 @@
 
 Typed decoding is the fast path: msgspec parses the text and converts it into
 the generated structs, which enforce types, required and unknown fields,
-enums, bounds and patterns. The authoritative schema takes over in three
-cases: to explain a rejection (msgspec stops at the first problem; the schema
-lists every one, each with its JSON Pointer), for contracts with rules the
-structs cannot express, and where the two disagree about a value, which
-happens for one known case only: JSON Schema counts `1.0` as an integer and
-msgspec does not. The schema decides; such numbers are typed as integers.
+enums, bounds and patterns; contracts with rules beyond their schema (see
+`runtime.protocol_rules`) then have those checked. The authoritative schema
+takes over in three cases: to explain a rejection (msgspec stops at the first
+problem; the schema lists every one, each with its JSON Pointer), for
+contracts with rules the structs cannot express, and where the two disagree
+about a value, which happens for one known case only: JSON Schema counts `1.0`
+as an integer and msgspec does not. The schema decides; such numbers are
+typed as integers.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
-from plancontracts.runtime.errors import ContractError, Violation, printable
+from plancontracts.runtime.errors import ContractError, Violation, shown
 from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
+from plancontracts.runtime.planning_mechanics import Mode
+from plancontracts.runtime.protocol_rules import protocol_violations
 from plancontracts.runtime.schema_text import display_pattern
 
 if TYPE_CHECKING:
@@ -39,7 +43,7 @@ def decode(contract: str, data: bytes | str) -> Any:
     or the document breaks the contract, and `UnknownContractError` when no
     contract has that name.
     """
-    return convert(contract, _parse(contract, data))
+    return convert(contract, parse_document(contract, data))
 
 
 def convert(contract: str, value: Any) -> Any:
@@ -59,21 +63,45 @@ def convert(contract: str, value: Any) -> Any:
         return _convert_integral_floats(value, target)
     if has_schema_only_rules(contract):
         problems = violations(contract, value)
-        if problems:
-            raise ContractError(contract, problems)
+    else:  # the types held, so the schema holds: only the rules beyond it are left
+        problems = _merged([], protocol_violations(contract, value))
+    if problems:
+        raise ContractError(contract, problems)
     return typed
 
 
-def violations(contract: str, value: Any) -> tuple[Violation, ...]:
-    """Every violation of `contract`'s schema by the parsed JSON `value`, in document order."""
+def violations(contract: str, value: Any, *, mode: Mode = "story") -> tuple[Violation, ...]:
+    """Every violation of `contract` by the parsed JSON `value`, in document order.
+
+    That is the schema's violations and, for the contracts with rules beyond
+    their schema (planning blocks, frozen plans; see `runtime.protocol_rules`),
+    those rules' violations. `mode` matters for planning blocks only: Think
+    mode adds its own rules to Story mode's.
+    """
     validator = schema_validator(contract)
     found: list[Violation] = []
     for error in validator.iter_errors(value):
         found.extend(_explain(error, validator.schema))
-    return tuple(sorted(set(found), key=_document_order))
+    return _merged(found, protocol_violations(contract, value, mode))
 
 
-def _parse(contract: str, data: bytes | str) -> Any:
+def _merged(schema: list[Violation], protocol: list[Violation]) -> tuple[Violation, ...]:
+    """Both lists in document order, without duplicates.
+
+    Where a rule explains a map key the schema's pattern refused (a choice
+    key that is not snake_case), its message replaces the pattern's.
+    """
+    explained = {violation.pointer for violation in protocol}
+    kept = [
+        violation
+        for violation in schema
+        if not (violation.pointer in explained and violation.message.startswith("the key "))
+    ]
+    return tuple(sorted(set(kept + protocol), key=_document_order))
+
+
+def parse_document(contract: str, data: bytes | str) -> Any:
+    """Parse one document's text strictly; malformed JSON is a ContractError of `contract`."""
     if isinstance(data, str):
         try:
             data = data.encode("utf-8")
@@ -164,7 +192,7 @@ def _explain_tagged(error: SchemaError, schema: Any, pointer: str, root: Any) ->
     if tag not in instance:
         return [Violation(pointer, f'missing required field "{tag}" (one of {choices})')]
     if instance[tag] not in tags:
-        message = f"unknown {tag} {_show(instance[tag])}; expected one of {choices}"
+        message = f"unknown {tag} {shown(instance[tag])}; expected one of {choices}"
         return [Violation(f"{pointer}/{escape_token(tag)}", message)]
     chosen = tags.index(instance[tag])
     return [
@@ -182,16 +210,16 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
             names = " or ".join(_TYPE_NAMES[name] for name in wanted)
             return f"expected {names}, got {_json_type(instance)}"
         case "required":
-            missing = [_show(name) for name in expected if name not in instance]
+            missing = [shown(name) for name in expected if name not in instance]
             noun = "field" if len(missing) == 1 else "fields"
             return f"missing required {noun} {', '.join(missing)}"
         case "enum":
-            return f"{_show(instance)} is not one of {', '.join(_show(v) for v in expected)}"
+            return f"{shown(instance)} is not one of {', '.join(shown(v) for v in expected)}"
         case "const":
-            return f"must be {_show(expected)}, got {_show(instance)}"
+            return f"must be {shown(expected)}, got {shown(instance)}"
         case "pattern":
-            pattern = _show(display_pattern(expected), limit=400)
-            return f"{_show(instance)} does not match the pattern {pattern}"
+            pattern = shown(display_pattern(expected), limit=400)
+            return f"{shown(instance)} does not match the pattern {pattern}"
         case "minLength":
             return f"is {len(instance)} characters long; needs at least {expected}"
         case "maxLength":
@@ -206,9 +234,9 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
                 return f"has {count}; needs at least {expected}"
             return f"has {count}; at most {expected} allowed"
         case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
-            return f"{_show(instance)} is {_BOUNDS[keyword]} {expected}"
+            return f"{shown(instance)} is {_BOUNDS[keyword]} {expected}"
         case _:
-            return f"breaks the rule {keyword!r} of the schema ({_show(expected)})"
+            return f"breaks the rule {keyword!r} of the schema ({shown(expected)})"
 
 
 _TYPE_NAMES = {
@@ -231,7 +259,7 @@ _BOUNDS = {
 def _unknown_field(key: str, known: list[str]) -> str:
     close = difflib.get_close_matches(key, known, n=1)
     hint = f'; did you mean "{close[0]}"?' if close else ""
-    return f"unknown field {_show(key)}{hint}"
+    return f"unknown field {shown(key)}{hint}"
 
 
 def _json_type(value: Any) -> str:
@@ -244,15 +272,8 @@ def _json_type(value: Any) -> str:
     if isinstance(value, float):
         return "a number"
     if isinstance(value, str):
-        return f"the string {_show(value)}"
+        return f"the string {shown(value)}"
     return "an array" if isinstance(value, list) else "an object"
-
-
-def _show(value: Any, limit: int = 60) -> str:
-    """A short, printable, one-line rendering of a JSON value."""
-    text = json.dumps(value, ensure_ascii=False)
-    text = printable(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _pointer(path: Any) -> str:

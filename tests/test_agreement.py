@@ -8,7 +8,8 @@ mutates each into a possibly invalid one. For every document:
   rules the types cannot express (then the types may only be more lenient)
   and for integral floats such as `1.0` in an integer field, which JSON
   Schema accepts and msgspec does not;
-- `decode`, the public path, gives exactly the schema's verdict;
+- `decode`, the public path, accepts exactly what the schema accepts and the
+  contract's rules beyond the schema (`runtime.protocol_rules`) allow;
 - a rejection names only places that exist in the document;
 - an accepted document loses nothing: the typed object holds every value of
   the input and survives an encode/decode round trip unchanged.
@@ -29,6 +30,7 @@ from schema_strategies import mutated, valid_documents
 
 from plancontracts.runtime import ContractError, contract_names, contract_schema, decode, root_type
 from plancontracts.runtime.contracts import has_schema_only_rules
+from plancontracts.runtime.protocol_rules import protocol_violations
 
 
 @pytest.mark.parametrize("contract", contract_names())
@@ -66,14 +68,16 @@ def judge(contract: str, validator: Draft202012Validator, document: Any) -> bool
         assert has_schema_only_rules(contract), "the types accept a document the schema rejects"
 
     text = json.dumps(document).encode()
+    rules_ok = not protocol_violations(contract, document)
     try:
         typed = decode(contract, text)
     except ContractError as error:
-        assert not schema_ok, "decode() rejects a document the schema accepts"
+        assert not (schema_ok and rules_ok), "decode() rejects a document the contract accepts"
         for violation in error.violations:
             assert resolves(document, violation.pointer), violation
-        return False
+        return schema_ok
     assert schema_ok, "decode() accepts a document the schema rejects"
+    assert rules_ok, "decode() accepts a document that breaks the contract's rules"
     assert holds(msgspec.to_builtins(typed), document), "the typed object lost input values"
     assert decode(contract, msgspec.json.encode(typed)) == typed
     return True

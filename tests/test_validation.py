@@ -92,10 +92,27 @@ def test_tagged_union_errors_speak_of_the_chosen_event_type() -> None:
 
 
 def test_keys_of_maps_are_checked_and_reported_at_the_key() -> None:
+    entry = {
+        "failed_at": 0,
+        "freeze_until": 3_600_000_000,
+        "original_dc": 5,
+        "freeze_hours": 1,
+        "description": "crossing the river",
+    }
+    violation = violation_of("frozen-plans", json.dumps({"River Crossing": entry}))
+    assert violation.pointer == "/River Crossing"
+    assert violation.message.startswith('the key "River Crossing" does not match the pattern')
+
+
+def test_a_rule_beyond_the_schema_explains_a_key_in_its_own_words() -> None:
     block = {"choices": {"AIGenerated": {"text": "A", "description": "B"}}}
     violation = violation_of("planning-block", json.dumps(block))
     assert violation.pointer == "/choices/AIGenerated"
-    assert violation.message.startswith('the key "AIGenerated" does not match the pattern')
+    assert violation.message == (
+        'choice key "AIGenerated" is not snake_case: a choice id is lower-case words and digits '
+        'joined by "_", starting with a letter, optionally prefixed "god:" or "think:" '
+        '(for example "ai_generated")'
+    )
 
 
 def test_a_rule_the_types_cannot_express_is_enforced_by_the_schema() -> None:

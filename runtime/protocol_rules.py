@@ -1,0 +1,328 @@
+"""Rules of the contracts that a JSON Schema cannot state, checked on parsed JSON.
+
+Two contracts have them. A planning block must follow the planning protocol:
+choice keys in snake_case, at most one parallel option and always last, a
+consistent planning check, a recommended approach that exists, a coordination
+DC that follows the +2 per additional task rule, and plain text without
+markup; in Think mode it also carries its analysis and, with 2 or more
+situational choices, the parallel option. Frozen plans must freeze for the
+hours their DC sets, from the moment the check failed.
+
+The rules read the value as parsed, whatever else is wrong with it: each one
+checks only what is there and well typed, so a document that breaks the
+schema still hears about the rest. Validation (`runtime.validation`) adds
+their violations to the schema's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any, get_args
+
+from plancontracts.generated.planning_blocks import Complexity
+from plancontracts.runtime.contracts import contract_schema
+from plancontracts.runtime.errors import Violation, shown
+from plancontracts.runtime.jsontext import escape_token
+from plancontracts.runtime.plain_text import has_markup
+from plancontracts.runtime.planning_mechanics import (
+    COMPLEXITY_DC,
+    HOUR,
+    MIN_DC,
+    Mode,
+    check_outcome,
+    coordination_dc,
+    freeze_hours,
+    is_parallel,
+    situational_keys,
+)
+
+__all__ = ["as_integer", "has_protocol_rules", "protocol_violations"]
+
+_THINK_FIELDS = {
+    "plan_quality": "its planning check",
+    "thinking": "the reasoning behind the choices",
+    "situation_assessment": "its reading of the situation",
+    "analysis": "a recommended approach",
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def has_protocol_rules(contract: str) -> bool:
+    """Whether `contract` has rules beyond its schema."""
+    return contract in _RULES
+
+
+def protocol_violations(contract: str, value: Any, mode: Mode = "story") -> list[Violation]:
+    """The violations of `contract`'s rules beyond its schema by the parsed JSON `value`.
+
+    `mode` matters for planning blocks only: Think mode adds its own rules.
+    A contract without such rules has no violations.
+    """
+    rules = _RULES.get(contract)
+    return rules(value, mode) if rules else []
+
+
+# Planning blocks ------------------------------------------------------------------
+
+
+def _planning_block(value: Any, mode: Mode) -> list[Violation]:
+    if not isinstance(value, dict):
+        return []  # the schema says what it should have been
+    found = list(_markup(value))
+    choices = value.get("choices")
+    keys = list(choices) if isinstance(choices, dict) else []
+    found += _choice_keys(keys)
+    if isinstance(choices, dict):
+        found += _parallel_option(value, choices, mode)
+        found += _recommended_approach(value.get("analysis"), keys)
+    found += _plan_quality(value.get("plan_quality"))
+    if mode == "think":
+        found += [
+            Violation("", f'missing "{field}": a Think-mode block carries {what}')
+            for field, what in _THINK_FIELDS.items()
+            if field not in value
+        ]
+    return found
+
+
+def _markup(value: Any) -> Iterator[Violation]:
+    """Every string holding markup, wherever it is (unknown fields included)."""
+    stack: list[tuple[str, Any]] = [("", value)]  # a loop, not recursion: documents nest deeply
+    while stack:
+        pointer, node = stack.pop()
+        if isinstance(node, str):
+            if has_markup(node):
+                yield Violation(
+                    pointer,
+                    f"holds HTML markup ({_show(node)}); text fields are plain text "
+                    "(normalize removes the markup)",
+                )
+        elif isinstance(node, dict):
+            stack += [(f"{pointer}/{escape_token(k)}", child) for k, child in node.items()]
+        elif isinstance(node, list):
+            stack += [(f"{pointer}/{index}", child) for index, child in enumerate(node)]
+
+
+@cache
+def _choice_key() -> re.Pattern[str]:
+    schema = contract_schema("planning-block")
+    return re.compile(schema["$defs"]["choice-key"]["pattern"])
+
+
+def _choice_keys(keys: list[str]) -> Iterator[Violation]:
+    for key in keys:
+        if _choice_key().fullmatch(key):
+            continue
+        rule = (
+            'is not snake_case: a choice id is lower-case words and digits joined by "_", '
+            'starting with a letter, optionally prefixed "god:" or "think:"'
+        )
+        prefix = next((p for p in ("god:", "think:") if key.lower().startswith(p)), "")
+        words = _CAMEL.sub("_", key[len(prefix) :]).lower()
+        suggestion = prefix + "_".join(re.findall("[a-z0-9]+", words))
+        if _choice_key().fullmatch(suggestion) and len(suggestion) <= 64:
+            rule += f" (for example {_show(suggestion)})"
+        yield Violation(f"/choices/{escape_token(key)}", f"choice key {_show(key)} {rule}")
+
+
+def _parallel_option(block: dict[str, Any], choices: dict[str, Any], mode: Mode) -> list[Violation]:
+    keys = list(choices)
+    parallel = [key for key in keys if is_parallel(key)]
+    situational = situational_keys(keys)
+    found: list[Violation] = []
+    if len(parallel) > 1:
+        names = ", ".join(map(_show, parallel))
+        found.append(
+            Violation("/choices", f"{len(parallel)} parallel options ({names}); a block offers one")
+        )
+    for key in parallel:
+        where = f"/choices/{escape_token(key)}"
+        if key != keys[-1]:
+            position = keys.index(key) + 1
+            found.append(
+                Violation(
+                    where,
+                    f"the parallel option is choice {position} of {len(keys)}; it must come last "
+                    "(normalize moves it)",
+                )
+            )
+        if len(situational) < 2:
+            found.append(
+                Violation(
+                    where,
+                    "a parallel option runs 2 or more situational choices together; "
+                    f"this block has {len(situational)}",
+                )
+            )
+        else:
+            found += _coordination_dc(where, choices[key], len(situational))
+    for key in keys:
+        choice = choices[key]
+        if not is_parallel(key) and isinstance(choice, dict) and "analysis" in choice:
+            found.append(
+                Violation(
+                    f"/choices/{escape_token(key)}/analysis",
+                    'only the parallel option (key "parallel" or "parallel_...") has an analysis',
+                )
+            )
+    exclusion = block.get("parallel_exclusion")
+    if isinstance(exclusion, str) and parallel:
+        found.append(
+            Violation(
+                "/parallel_exclusion",
+                f"says why the block offers no parallel option, but {_show(parallel[0])} is one",
+            )
+        )
+    excused = exclusion in _enum("parallel_exclusion")
+    if mode == "think" and len(situational) >= 2 and not parallel and not excused:
+        found.append(
+            Violation(
+                "/choices",
+                f"{len(situational)} situational choices and no parallel option: in Think mode "
+                'a block with 2 or more offers one, last (key "parallel_..."), '
+                "unless parallel_exclusion says why not",
+            )
+        )
+    return found
+
+
+def _coordination_dc(where: str, choice: Any, tasks: int) -> list[Violation]:
+    analysis = choice.get("analysis") if isinstance(choice, dict) else None
+    if not isinstance(analysis, dict):
+        return []
+    given = as_integer(analysis.get("coordination_dc"))
+    complexity = analysis.get("complexity", "simple")
+    if given is None or complexity not in get_args(Complexity):
+        return []
+    base = as_integer(analysis.get("base_dc"))
+    more = f"2 for each of {tasks - 1} more task{'s' if tasks > 2 else ''}"
+    extra = COMPLEXITY_DC[complexity]
+    if base is not None:
+        expected = coordination_dc(base, tasks, complexity)
+        if given == expected:
+            return []
+        because = f"base_dc {base} + {more} + {extra} for {complexity} complexity = {expected}"
+    else:
+        expected = coordination_dc(MIN_DC, tasks, complexity)
+        if given >= expected:
+            return []
+        because = (
+            f"the least DC {MIN_DC} + {more} + {extra} for {complexity} complexity is {expected}"
+        )
+    return [Violation(f"{where}/analysis/coordination_dc", f"is {given}, but {because}")]
+
+
+def _recommended_approach(analysis: Any, keys: list[str]) -> list[Violation]:
+    if not isinstance(analysis, dict):
+        return []
+    named = analysis.get("recommended_approach")
+    if not isinstance(named, str) or named in keys:
+        return []
+    offered = f"its choices are {', '.join(map(_show, keys))}" if keys else "it has no choices"
+    return [
+        Violation(
+            "/analysis/recommended_approach",
+            f"names {_show(named)}, which is not a choice of this block ({offered})",
+        )
+    ]
+
+
+def _plan_quality(quality: Any) -> list[Violation]:
+    if not isinstance(quality, dict):
+        return []
+    roll, dc = as_integer(quality.get("roll_result")), as_integer(quality.get("dc"))
+    if roll is None or dc is None:
+        return []
+    outcome = check_outcome(roll, dc)
+    found = []
+    if "margin" in quality and as_integer(quality["margin"]) != outcome.margin:
+        found.append(
+            Violation(
+                "/plan_quality/margin",
+                f"is {_show(quality['margin'])}, but roll_result - dc is {roll} - {dc} = "
+                f"{outcome.margin} (normalize recomputes it)",
+            )
+        )
+    if "success" in quality and quality["success"] is not outcome.success:
+        reaches = "reaches" if outcome.success else "is below"
+        found.append(
+            Violation(
+                "/plan_quality/success",
+                f"is {_show(quality['success'])}, but roll_result {roll} {reaches} dc {dc} "
+                "(normalize recomputes it)",
+            )
+        )
+    if "quality_tier" in quality and quality["quality_tier"] != outcome.quality_tier:
+        result = "success" if outcome.success else "failure"
+        found.append(
+            Violation(
+                "/plan_quality/quality_tier",
+                f"is {_show(quality['quality_tier'])}, but a {result} by {abs(outcome.margin)} "
+                f'is "{outcome.quality_tier}" (normalize recomputes it)',
+            )
+        )
+    return found
+
+
+@cache
+def _enum(field: str) -> tuple[Any, ...]:
+    return tuple(contract_schema("planning-block")["properties"][field]["enum"])
+
+
+# Frozen plans ---------------------------------------------------------------------
+
+
+def _frozen_plans(value: Any, mode: Mode) -> list[Violation]:
+    if not isinstance(value, dict):
+        return []
+    found = []
+    for topic, entry in value.items():
+        if not isinstance(entry, dict):
+            continue
+        where = f"/{escape_token(topic)}"
+        dc, hours = as_integer(entry.get("original_dc")), as_integer(entry.get("freeze_hours"))
+        if dc is not None and hours is not None and hours != freeze_hours(dc):
+            found.append(
+                Violation(
+                    f"{where}/freeze_hours",
+                    f"is {hours}, but a failed check at DC {dc} freezes for {freeze_hours(dc)} "
+                    "hours",
+                )
+            )
+        failed, until = as_integer(entry.get("failed_at")), as_integer(entry.get("freeze_until"))
+        if failed is not None and until is not None and hours is not None:
+            expected = failed + hours * HOUR
+            if until != expected:
+                found.append(
+                    Violation(
+                        f"{where}/freeze_until",
+                        f"is {until}, but failed_at + {hours} hours is {expected}",
+                    )
+                )
+    return found
+
+
+_RULES: dict[str, Callable[[Any, Mode], list[Violation]]] = {
+    "planning-block": _planning_block,
+    "frozen-plans": _frozen_plans,
+}
+
+
+# Helpers ----------------------------------------------------------------------------
+
+
+def as_integer(value: Any) -> int | None:
+    """`value` as an integer if JSON Schema counts it as one (1 and 1.0, not true)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _show(value: Any) -> str:
+    return shown(value, limit=40)
