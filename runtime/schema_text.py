@@ -146,7 +146,11 @@ class _Renderer:
             return "null"
         if kind == "array":
             size = _between(schema.get("minItems"), schema.get("maxItems"), "items")
-            items = self.type_of(schema.get("items", {}))
+            item = schema.get("items", {})
+            items = self.type_of(item)
+            said = item.get("description", "").strip().rstrip(".")
+            if said and "$ref" not in item:  # a named type says it in its own section
+                items += f": {said}"
             return f"an array{f' of {size}' if size else ''}, each {items}"
         if kind == "object":
             return self.map_of(schema)
