@@ -30,7 +30,7 @@ from plancontracts.runtime.errors import (
     printable,
 )
 from plancontracts.runtime.planning_blocks import ABSENT, Normalized, decode_block, normalize_block
-from plancontracts.runtime.planning_mechanics import Mode
+from plancontracts.runtime.planning_mechanics import ABILITIES, AVERAGE_SCORE, Mode
 from plancontracts.runtime.schema_text import schema_text
 from plancontracts.runtime.validation import decode, parse_document
 
@@ -195,6 +195,40 @@ def _parser() -> argparse.ArgumentParser:
     plan.set_defaults(run=_plan)
     play.set_defaults(run=_play)
 
+    think = commands.add_parser(
+        "think", help="write a planning block for a situation with the local model"
+    )
+    think.add_argument(
+        "situations",
+        metavar="SITUATION",
+        nargs="+",
+        help="the situation; a THINK: prefix means Think mode; - reads one per line",
+    )
+    think.add_argument(
+        "--mode",
+        choices=("think", "story"),
+        default="story",
+        help="Think mode (the planning check is rolled) or Story mode (the default)",
+    )
+    for ability in ABILITIES:
+        think.add_argument(
+            f"--{ability.lower()}",
+            type=_ability_score,
+            default=AVERAGE_SCORE,
+            metavar="N",
+            help=f"the character's {ability} score, 1 to 30 (default {AVERAGE_SCORE})",
+        )
+    think.add_argument(
+        "--model",
+        metavar="PATH|NAME",
+        help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file.gguf",
+    )
+    think.add_argument("--seed", type=int, metavar="N", help="seed of the sampling and the roll")
+    think.add_argument(
+        "--no-download", action="store_true", help="never download the default model"
+    )
+    think.set_defaults(run=_think)
+
     generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
     generate.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
@@ -212,6 +246,13 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _ability_score(text: str) -> int:
+    value = _positive_int(text)
+    if value > 30:
+        raise argparse.ArgumentTypeError(f"an ability score is 1 to 30, not {value}")
     return value
 
 
@@ -658,6 +699,41 @@ def _run_trio(function: Any) -> Any:
         if rest is None:
             raise KeyboardInterrupt from None
         raise
+
+
+# think --------------------------------------------------------------------------
+
+
+def _think(args: argparse.Namespace, out: TextIO) -> int:
+    from plancontracts.runtime.generation import GenerationFailed
+    from plancontracts.runtime.thinking import NoModel, Thinker
+
+    if args.situations.count("-") > 1:
+        raise UsageError("standard input (-) can be read only once")
+    try:
+        thinker = Thinker.start(args.model, download=not args.no_download)
+    except NoModel as error:
+        sys.stderr.write(f"plancontracts: {error}\n")
+        return EXIT_INVALID
+    abilities = {ability: getattr(args, ability.lower()) for ability in ABILITIES}
+    status = EXIT_OK
+    for text in args.situations:
+        for situation in sys.stdin if text == "-" else [text]:
+            if not situation.strip():
+                continue
+            think = partial(
+                thinker.think, situation, args.mode, abilities=abilities, seed=args.seed
+            )
+            try:
+                thought = _run_trio(think)
+            except GenerationFailed as failure:
+                sys.stderr.write(f"plancontracts: no block for {_label(situation.strip())!r}: ")
+                sys.stderr.write(f"{_label(str(failure))}\n")
+                status = EXIT_INVALID
+                continue
+            out.write(msgspec.json.encode(thought.block).decode() + "\n")
+            out.flush()
+    return status
 
 
 # generate -----------------------------------------------------------------------

