@@ -2,7 +2,7 @@
 
     python3 dev.py demo    # set up, validate the bundled examples, play one narrated turn
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
-    python3 dev.py bench [validation|executor|planning]   # set up, then run benchmarks
+    python3 dev.py bench [validation|executor|planning|thinking]   # set up, then run benchmarks
     python3 dev.py setup   # only set up
 
 Setting up creates `.venv/` beside this file and installs the project into it
@@ -26,7 +26,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 STAMP = VENV / ".install-stamp"
 PYTEST_NO_TESTS = 5
-BENCHMARKS = ("validation", "executor", "planning")
+BENCHMARKS = ("validation", "executor", "planning", "thinking")
 
 
 def main() -> int:

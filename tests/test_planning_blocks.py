@@ -294,6 +294,27 @@ def test_the_typed_path_applies_the_rules_too() -> None:
     assert [v.pointer for v in raised.value.violations] == ["/analysis/recommended_approach"]
 
 
+def test_a_frozen_plan_freezes_for_the_hours_its_dc_sets_from_its_failure() -> None:
+    entry = {
+        "failed_at": 7_200_000_000,
+        "freeze_until": 10_800_000_000,
+        "original_dc": 14,
+        "freeze_hours": 1,
+        "description": "planning the ambush",
+    }
+    with pytest.raises(ContractError) as raised:
+        decode("frozen-plans", json.dumps({"ambush": entry}))
+    assert [(v.pointer, v.message) for v in raised.value.violations] == [
+        ("/ambush/freeze_hours", "is 1, but a failed check at DC 14 freezes for 4 hours"),
+    ]
+    entry["freeze_hours"] = 4
+    with pytest.raises(ContractError) as raised:
+        decode("frozen-plans", json.dumps({"ambush": entry}))
+    assert [(v.pointer, v.message) for v in raised.value.violations] == [
+        ("/ambush/freeze_until", "is 10800000000, but failed_at + 4 hours is 21600000000"),
+    ]
+
+
 # Normalization -----------------------------------------------------------------------------
 
 

@@ -26,8 +26,14 @@ def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second() -> Non
     assert [line for line in ci.splitlines() if "dev.py" in line] == ["python3 dev.py test"]
 
 
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every example, as for a reader who follows the README in order."""
+    return tmp_path_factory.mktemp("readme")
+
+
 @pytest.mark.parametrize(("index", "script"), SHELL_EXAMPLES, ids=lambda v: str(v)[:40])
-def test_shell_examples_run(index: int, script: str, tmp_path: Path) -> None:
+def test_shell_examples_run(index: int, script: str, folder: Path) -> None:
     rewrites_the_project = re.search(
         r"plancontracts generate(?! --check)|--snapshot-update", script
     )
@@ -36,7 +42,7 @@ def test_shell_examples_run(index: int, script: str, tmp_path: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
-        cwd=ROOT if "generate" in script else tmp_path,
+        cwd=ROOT if "generate" in script else folder,
         env=env,
         capture_output=True,
         text=True,
