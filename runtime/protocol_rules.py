@@ -40,12 +40,6 @@ from plancontracts.runtime.planning_mechanics import (
 
 __all__ = ["as_integer", "has_protocol_rules", "protocol_violations"]
 
-_THINK_FIELDS = {
-    "plan_quality": "its planning check",
-    "thinking": "the reasoning behind the choices",
-    "situation_assessment": "its reading of the situation",
-    "analysis": "a recommended approach",
-}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -80,8 +74,8 @@ def _planning_block(value: Any, mode: Mode) -> list[Violation]:
     found += _plan_quality(value.get("plan_quality"))
     if mode == "think":
         found += [
-            Violation("", f'missing "{field}": a Think-mode block carries {what}')
-            for field, what in _THINK_FIELDS.items()
+            Violation("", f'missing "{field}", which Think mode requires')
+            for field in _think_mode_fields()
             if field not in value
         ]
     return found
@@ -264,6 +258,13 @@ def _plan_quality(quality: Any) -> list[Violation]:
             )
         )
     return found
+
+
+@cache
+def _think_mode_fields() -> tuple[str, ...]:
+    """The fields the schema marks `x-think-mode: required`."""
+    fields = contract_schema("planning-block")["properties"]
+    return tuple(name for name, field in fields.items() if field.get("x-think-mode") == "required")
 
 
 @cache

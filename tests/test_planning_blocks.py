@@ -247,13 +247,9 @@ def test_think_mode_requires_its_fields_and_the_parallel_option() -> None:
             "2 situational choices and no parallel option: in Think mode a block with 2 or more "
             'offers one, last (key "parallel_..."), unless parallel_exclusion says why not',
         ),
-        ("", 'missing "plan_quality": a Think-mode block carries its planning check'),
-        (
-            "",
-            'missing "situation_assessment": a Think-mode block carries its reading of the '
-            "situation",
-        ),
-        ("", 'missing "thinking": a Think-mode block carries the reasoning behind the choices'),
+        ("", 'missing "plan_quality", which Think mode requires'),
+        ("", 'missing "situation_assessment", which Think mode requires'),
+        ("", 'missing "thinking", which Think mode requires'),
     ]
 
 
