@@ -3,9 +3,11 @@
 The rendering is derived from the bundled schema alone and is stable: the
 same schema always gives the same text. It keeps what a model needs to write
 a valid document: every field with its type, whether it is required, its
-bounds, enums, patterns and default, and its description; which objects are
-closed; and the key rules of maps. Object types get a section each, in the
-order they are first mentioned; simple named types are written out in place.
+bounds, enums, patterns and default, its `x-` marks, and its description;
+which objects are closed; and the key rules of maps. Object types get a
+section each, in the order they are first mentioned. Simple named types are
+written out in place, named, and described in a last section, so that no
+description of the schema is lost.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class _Renderer:
             lines.append("An object with these fields and no others:\n")
         for name, field in schema["properties"].items():
             flag = "required" if name in required else "optional"
+            # Marks such as `x-think-mode: required`, which descriptions refer to.
+            flag += "".join(f"; `{k}: {v}`" for k, v in field.items() if k.startswith("x-"))
             description = field.get("description", "").strip()
             line = f"- `{name}` ({flag}): {self.type_of(field)}."
             if "default" in field:
