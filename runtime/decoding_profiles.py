@@ -200,8 +200,8 @@ def plan_profile(
 
 BLOCK_BOUNDS = Bounds(string=120, items=2, integer=40)
 "Short texts and two items a list: a small model writes a whole block in seconds."
-PLAIN_TEXT = r"^[^<\s][^<]*$"
-"No markup begins without `<`, so a text without one is plain by construction; nor blank."
+PLAIN_TEXT = r"^[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x1f\x7f-\x9f]*$"
+"No markup begins without `<`: a text without one and without control characters is plain."
 PLANNING_DCS = (2, 25)
 "The planning DCs a model may set: 2 to 20 in ordinary play, a little more for epic scope."
 PARALLEL_KEY = "parallel_execution"
@@ -239,42 +239,32 @@ class BlockProfile:
         contract in this mode or would need a repair: the profile should have
         made both impossible. Raises ValueError when Think mode lacks its check.
         """
-        contract = contract_schema(PLANNING_BLOCK)
         situational = [decoded["recommended"], *decoded["alternatives"]]
         keys = choice_keys([choice["text"] for choice in situational])
         choices: dict[str, Any] = dict(zip(keys, situational, strict=True))
-        parallel = dict(decoded["parallel"])
-        analysis = dict(parallel["analysis"])
+        analysis = dict(decoded["parallel"]["analysis"])
         analysis["coordination_dc"] = coordination_dc(
             analysis["base_dc"], len(keys), analysis["complexity"]
         )
-        parallel["analysis"] = _ordered(analysis, contract["$defs"]["ParallelAnalysis"])
-        choices[PARALLEL_KEY] = _ordered(parallel, contract["$defs"]["Choice"])
-        values = {
-            **decoded,
+        choices[PARALLEL_KEY] = {**decoded["parallel"], "analysis": analysis}
+        block = {
+            **_without(decoded, "recommended", "alternatives", "parallel"),
             "choices": choices,
-            "analysis": _ordered(
-                {"recommended_approach": keys[0], **decoded["analysis"]},
-                contract["$defs"]["Analysis"],
-            ),
+            "analysis": {"recommended_approach": keys[0], **decoded["analysis"]},
         }
         if self.mode == "think":
             if decided is None or check is None:
                 raise ValueError("a Think-mode block needs its decided and rolled planning check")
-            values["plan_quality"] = _ordered(
-                {
-                    **decided,
-                    **decoded["plan_quality"],
-                    "stat_value": check.stat_value,
-                    "modifier": check.modifier,
-                    "roll_result": check.roll_result,
-                    "success": check.outcome.success,
-                    "margin": check.outcome.margin,
-                    "quality_tier": check.outcome.quality_tier,
-                },
-                contract["$defs"]["PlanQuality"],
-            )
-        block = _ordered(values, contract)
+            block["plan_quality"] = {
+                **decided,
+                **decoded["plan_quality"],
+                "stat_value": check.stat_value,
+                "modifier": check.modifier,
+                "roll_result": check.roll_result,
+                "success": check.outcome.success,
+                "margin": check.outcome.margin,
+                "quality_tier": check.outcome.quality_tier,
+            }
         repairs = normalize_block(block, self.mode).repairs
         if repairs:
             raise ProfileBug(f"a block decoded under the profile needed repairs: {repairs}")
@@ -398,11 +388,6 @@ def _every_field_written(node: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ordered(values: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """The contract's fields of `values`, in the order the contract's `schema` lists them."""
-    return {name: values[name] for name in schema["properties"] if name in values}
-
-
 class _Deriver:
     def __init__(
         self, definitions: dict[str, Any], bounds: Bounds, text_pattern: str | None = None
@@ -475,5 +460,5 @@ class _Deriver:
         }
 
 
-def _without(node: dict[str, Any], key: str) -> dict[str, Any]:
-    return {name: value for name, value in node.items() if name != key}
+def _without(node: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {name: value for name, value in node.items() if name not in keys}

@@ -25,7 +25,7 @@ import msgspec
 _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
 _ENCODER = msgspec.json.Encoder()
-_TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
+TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
 
 
 class MalformedJSON(ValueError):
@@ -51,7 +51,7 @@ def parse(data: bytes) -> Any:
     try:
         value = msgspec.json.decode(data)
     except RecursionError:
-        raise MalformedJSON(_TOO_DEEP) from None
+        raise MalformedJSON(TOO_DEEP) from None
     except msgspec.ValidationError:
         raise MalformedJSON("a number is too large to represent as a 64-bit float") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
@@ -62,7 +62,7 @@ def parse(data: bytes) -> Any:
             if pointer is not None:
                 raise MalformedJSON(f"duplicate key {json.dumps(key)} in one object", pointer)
     except RecursionError:
-        raise MalformedJSON(_TOO_DEEP) from None
+        raise MalformedJSON(TOO_DEEP) from None
     return value
 
 
@@ -131,7 +131,7 @@ def _diagnose(data: bytes, reason: str) -> MalformedJSON:
             f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         )
     except RecursionError:
-        return MalformedJSON(_TOO_DEEP)
+        return MalformedJSON(TOO_DEEP)
     # The standard library accepts what msgspec rightly refuses: an escape
     # such as \ud800 that is half of a UTF-16 surrogate pair.
     return MalformedJSON("a \\u escape stands for half of a UTF-16 surrogate pair, not a character")

@@ -1,4 +1,4 @@
-"""Plain text: telling markup from prose, and neutralising markup.
+"""Plain text: telling markup and control characters from prose, and removing them.
 
 Text fields of the contracts are plain text, but they reach web front ends,
 where a `<script>` in a choice's label would run. Markup is recognised and
@@ -10,26 +10,37 @@ A text holds markup when reading it as HTML gives anything but text: an
 element, a comment, a doctype. Prose with `=`, `&`, quotes, emoji, or a `<`
 that opens no tag (`HP < 10`, `<3`) holds none and is never changed. As in
 HTML, a `<` directly followed by a letter, `/`, `!` or `?` opens markup, so
-`a<b` is markup (a browser shows `a`).
+`a<b` is markup (a browser shows `a`) and so is `press <Enter>`.
+
+Control characters (C0 and C1, but tab, line feed and carriage return) are
+not text either: they move terminals' cursors and colour their output.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
 import nh3
 
-__all__ = ["has_markup", "neutralise"]
+__all__ = ["control_characters", "has_markup", "neutralise", "without_controls"]
 
 # Each round removes one layer of markup (and of references spelling markup);
 # real texts need one or two. Deeper nesting than this is escaped instead.
 _ROUNDS = 16
 
 
+# In HTML a `<` opens markup only before a letter, `/`, `!` or `?` (the
+# tokenizer's tag open state); every other `<` is text. A text without such a
+# pair needs no parsing: character references alone only ever make text.
+_MAY_OPEN_MARKUP = re.compile(r"<[A-Za-z/!?]")
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def has_markup(text: str) -> bool:
     """Whether `text`, read as HTML, holds anything but text."""
-    if "<" not in text:
-        return False  # character references alone only ever make text
+    if not _MAY_OPEN_MARKUP.search(text):
+        return False
     # The same text with every `<` escaped holds no markup at all; both are read
     # by the same parser, so they differ exactly when some `<` opened markup.
     return _clean(text) != _clean(text.replace("<", "&lt;"))
@@ -62,3 +73,13 @@ def _clean(fragment: str) -> str:
         # A lone surrogate, which no HTML parser takes: read it as U+FFFD, as they do.
         fixed = fragment.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return nh3.clean(fixed, tags=set())
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters in `text` (tab, line feed and carriage return are text), in order."""
+    return _CONTROLS.findall(text)
+
+
+def without_controls(text: str) -> str:
+    """`text` without its control characters; tab, line feed and carriage return stay."""
+    return _CONTROLS.sub("", text)

@@ -11,7 +11,9 @@ value before and the value after:
 - `margin`, `success` and `quality_tier` of `plan_quality`, recomputed from
   `roll_result` and `dc` (filled in when missing);
 - the parallel option, moved to the last position of `choices`;
-- HTML markup in any text, removed (see `runtime.plain_text`).
+- HTML markup and control characters in any free text, removed (see
+  `runtime.plain_text`); strings the schema constrains (enums, keys,
+  patterns) are never rewritten, only judged.
 
 Everything else stays as it was and is reported as a violation: an unknown
 `risk_level`, a PascalCase or numeric choice key, a choice without
@@ -25,15 +27,31 @@ from typing import Any
 
 from plancontracts.generated.planning_blocks import PlanningBlock
 from plancontracts.runtime.errors import ContractError, Violation, shown
-from plancontracts.runtime.jsontext import escape_token
-from plancontracts.runtime.plain_text import has_markup, neutralise
+from plancontracts.runtime.plain_text import (
+    control_characters,
+    has_markup,
+    neutralise,
+    without_controls,
+)
 from plancontracts.runtime.planning_mechanics import Mode, check_outcome, is_parallel
-from plancontracts.runtime.protocol_rules import as_integer
+from plancontracts.runtime.protocol_rules import (
+    PLANNING_BLOCK,
+    as_integer,
+    check_inputs,
+    free_texts,
+    pointer,
+)
 from plancontracts.runtime.validation import convert, parse_document, violations
 
-__all__ = ["ABSENT", "Normalized", "Repair", "check_block", "decode_block", "normalize_block"]
-
-PLANNING_BLOCK = "planning-block"
+__all__ = [
+    "ABSENT",
+    "PLANNING_BLOCK",
+    "Normalized",
+    "Repair",
+    "check_block",
+    "decode_block",
+    "normalize_block",
+]
 
 
 class _Absent:
@@ -105,51 +123,64 @@ def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
     """Repair what the protocol allows in the parsed JSON `value`, then judge it in `mode`.
 
     Returns the repaired copy, each repair made, and the violations left.
-    Never raises for any JSON value; ValueError for an unknown mode.
+    Takes any value a JSON parser returns (nesting included) and never changes
+    it; raises ValueError for an unknown mode only.
     """
     if not isinstance(value, dict):
         return Normalized(value, (), check_block(value, mode))  # not a block: nothing to repair
     repairs: list[Repair] = []
-    block = _without_markup(value, repairs)
+    block = _copied(value)
+    _plain_texts(block, repairs)
     _recompute_check(block.get("plan_quality"), repairs)
     _parallel_last(block.get("choices"), repairs)
     return Normalized(block, tuple(repairs), check_block(block, mode))
 
 
-def _without_markup(value: Any, repairs: list[Repair]) -> Any:
-    """A copy of `value` with markup removed from every string, each removal recorded."""
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON value, made in a loop: documents may nest deeply."""
     root: list[Any] = [None]
-    # A loop, not recursion: documents may nest about 1,000 levels deep.
-    stack: list[tuple[Any, Any, str, Any]] = [(root, 0, "", value)]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
     while stack:
-        parent, slot, pointer, node = stack.pop()
+        parent, slot, node = stack.pop()
         if isinstance(node, dict):
             copy: Any = {}
-            stack += [
-                (copy, key, f"{pointer}/{escape_token(key)}", child)
-                for key, child in reversed(node.items())
-            ]
+            stack += [(copy, key, child) for key, child in reversed(node.items())]
         elif isinstance(node, list):
             copy = [None] * len(node)
-            stack += [
-                (copy, index, f"{pointer}/{index}", child)
-                for index, child in reversed(list(enumerate(node)))
-            ]
-        elif isinstance(node, str) and has_markup(node):
-            copy = neutralise(node)
-            repairs.append(Repair(pointer, node, copy, "markup removed: text is plain text"))
+            stack += [(copy, index, child) for index, child in enumerate(node)]
         else:
             copy = node
         parent[slot] = copy
     return root[0]
 
 
+def _plain_texts(block: dict[str, Any], repairs: list[Repair]) -> None:
+    """Remove markup and control characters from every free text, recording each change."""
+    for path, text in list(free_texts(PLANNING_BLOCK, block)):
+        plain = without_controls(neutralise(text))
+        if plain == text:
+            continue
+        container: Any = block
+        for token in path[:-1]:
+            container = container[token]
+        container[path[-1]] = plain
+        removed = [
+            name
+            for name, found in (
+                ("markup", has_markup(text)),
+                ("control characters", control_characters(text)),
+            )
+            if found
+        ]
+        reason = f"{' and '.join(removed)} removed: text is plain text"
+        repairs.append(Repair(pointer(path), text, plain, reason))
+
+
 def _recompute_check(quality: Any, repairs: list[Repair]) -> None:
-    if not isinstance(quality, dict):
+    inputs = check_inputs(quality)
+    if inputs is None:
         return
-    roll, dc = as_integer(quality.get("roll_result")), as_integer(quality.get("dc"))
-    if roll is None or dc is None:
-        return
+    roll, dc = inputs
     outcome = check_outcome(roll, dc)
     right = {
         "margin": outcome.margin,
@@ -158,10 +189,20 @@ def _recompute_check(quality: Any, repairs: list[Repair]) -> None:
     }
     for field, after in right.items():
         before = quality.get(field, ABSENT)
-        if before is ABSENT or type(before) is not type(after) or before != after:
-            quality[field] = after
-            reason = f"follows from roll_result {roll} and dc {dc}"
-            repairs.append(Repair(f"/plan_quality/{field}", before, after, reason))
+        if _same(before, after):
+            continue
+        quality[field] = after
+        reason = f"follows from roll_result {roll} and dc {dc}"
+        repairs.append(Repair(f"/plan_quality/{field}", before, after, reason))
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Whether a JSON value already says `after`, as the contract reads it (5.0 is 5)."""
+    if isinstance(after, bool) or isinstance(before, bool):
+        return before is after
+    if isinstance(after, int):
+        return as_integer(before) == after
+    return bool(before == after)
 
 
 def _parallel_last(choices: Any, repairs: list[Repair]) -> None:

@@ -446,17 +446,20 @@ def thaw(frozen: Mapping[str, FrozenPlan], now: int) -> FrozenPlans:
 
 _TOPIC = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*\Z")
 _WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def snake_case(text: str, max_length: int = 64) -> str:
     """`text` as snake_case ASCII words, accents folded, at most `max_length` characters.
 
     `"Bribe the Guard!"` gives `bribe_the_guard`, `"Éclair à minuit"` gives
-    `eclair_a_minuit`. Words are never cut: whole words that do not fit are
-    left off. The result may be empty (a text without Latin letters or
-    digits) or start with a digit; callers that need a key check both.
+    `eclair_a_minuit`, `"AIGenerated"` gives `ai_generated`. Words are never
+    cut: whole words that do not fit are left off. The result may be empty
+    (a text without Latin letters or digits) or start with a digit; callers
+    that need a key check both.
     """
-    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    words_apart = _CAMEL.sub(" ", text)  # "PickLock" and "AIGenerated" are two words each
+    folded = unicodedata.normalize("NFKD", words_apart).encode("ascii", "ignore").decode().lower()
     words: list[str] = []
     length = -1
     for word in _WORD.findall(folded):
@@ -499,8 +502,11 @@ def mode_of(player_input: str, mode: Mode | None = None) -> tuple[Mode, str]:
     """The mode of a player's input, and the input without its `THINK:` prefix.
 
     A `THINK:` prefix (in any case, after any leading space) or `mode="think"`
-    means Think mode; anything else is Story mode.
+    means Think mode; anything else is Story mode. Raises ValueError for a
+    mode that is neither.
     """
+    if mode not in (None, "think", "story"):
+        raise ValueError(f"not a mode: {mode!r}; one of think, story")
     text = player_input.lstrip()
     head = text[: len(THINK_PREFIX)]
     if head.isascii() and head.upper() == THINK_PREFIX:

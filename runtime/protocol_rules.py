@@ -25,7 +25,7 @@ from plancontracts.generated.planning_blocks import Complexity
 from plancontracts.runtime.contracts import contract_schema
 from plancontracts.runtime.errors import Violation, shown
 from plancontracts.runtime.jsontext import escape_token
-from plancontracts.runtime.plain_text import has_markup
+from plancontracts.runtime.plain_text import control_characters, has_markup
 from plancontracts.runtime.planning_mechanics import (
     COMPLEXITY_DC,
     HOUR,
@@ -36,11 +36,23 @@ from plancontracts.runtime.planning_mechanics import (
     freeze_hours,
     is_parallel,
     situational_keys,
+    snake_case,
 )
 
-__all__ = ["as_integer", "has_protocol_rules", "protocol_violations"]
+__all__ = [
+    "MAX_TEXT_VIOLATIONS",
+    "PLANNING_BLOCK",
+    "as_integer",
+    "check_inputs",
+    "free_texts",
+    "has_protocol_rules",
+    "pointer",
+    "protocol_violations",
+]
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+PLANNING_BLOCK = "planning-block"
+MAX_TEXT_VIOLATIONS = 100
+"Texts that are not plain text, listed at most: a hostile document could hold millions."
 
 
 def has_protocol_rules(contract: str) -> bool:
@@ -64,7 +76,7 @@ def protocol_violations(contract: str, value: Any, mode: Mode = "story") -> list
 def _planning_block(value: Any, mode: Mode) -> list[Violation]:
     if not isinstance(value, dict):
         return []  # the schema says what it should have been
-    found = list(_markup(value))
+    found = list(_plain_text(value))
     choices = value.get("choices")
     keys = list(choices) if isinstance(choices, dict) else []
     found += _choice_keys(keys)
@@ -81,27 +93,77 @@ def _planning_block(value: Any, mode: Mode) -> list[Violation]:
     return found
 
 
-def _markup(value: Any) -> Iterator[Violation]:
-    """Every string holding markup, wherever it is (unknown fields included)."""
-    stack: list[tuple[str, Any]] = [("", value)]  # a loop, not recursion: documents nest deeply
+def _plain_text(value: Any) -> Iterator[Violation]:
+    """Every free text holding markup or control characters, up to MAX_TEXT_VIOLATIONS."""
+    found = 0
+    for path, text in free_texts(PLANNING_BLOCK, value):
+        problems, removed = [], []
+        if has_markup(text):
+            problems.append(f"holds HTML markup ({_show(text)})")
+            removed.append("the markup")
+        controls = control_characters(text)
+        if controls:
+            listed = ", ".join(f"U+{ord(ch):04X}" for ch in dict.fromkeys(controls))
+            problems.append(f"holds control characters ({listed})")
+            removed.append("the control characters")
+        if not problems:
+            continue
+        found += 1
+        if found > MAX_TEXT_VIOLATIONS:
+            yield Violation(
+                "",
+                f"more than {MAX_TEXT_VIOLATIONS} texts are not plain text; only the first "
+                f"{MAX_TEXT_VIOLATIONS} are listed (normalize repairs them all)",
+            )
+            return
+        yield Violation(
+            pointer(path),
+            f"{' and '.join(problems)}; text fields are plain text "
+            f"(normalize removes {' and '.join(removed)})",
+        )
+
+
+def free_texts(contract: str, value: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Each string of `value` that the schema leaves free, with its path, in document order.
+
+    Free means no enum, const or pattern constrains it (those the schema
+    judges alone); strings in fields the schema does not know are free too.
+    """
+    definitions = contract_schema(contract).get("$defs", {})
+    # A loop, not recursion: documents may nest about 1,000 levels deep.
+    stack: list[tuple[tuple[str | int, ...], Any, Any]] = [((), value, contract_schema(contract))]
     while stack:
-        pointer, node = stack.pop()
+        path, node, schema = stack.pop()
+        while isinstance(schema, dict) and "$ref" in schema:
+            target = definitions[schema["$ref"].removeprefix("#/$defs/")]
+            schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        if not isinstance(schema, dict):
+            schema = {}
         if isinstance(node, str):
-            if has_markup(node):
-                yield Violation(
-                    pointer,
-                    f"holds HTML markup ({_show(node)}); text fields are plain text "
-                    "(normalize removes the markup)",
-                )
+            if not {"enum", "const", "pattern"} & set(schema):
+                yield path, node
         elif isinstance(node, dict):
-            stack += [(f"{pointer}/{escape_token(k)}", child) for k, child in node.items()]
+            known = schema.get("properties", {})
+            others = schema.get("additionalProperties")
+            stack += [
+                ((*path, key), child, known.get(key, others))
+                for key, child in reversed(node.items())
+            ]
         elif isinstance(node, list):
-            stack += [(f"{pointer}/{index}", child) for index, child in enumerate(node)]
+            items = schema.get("items")
+            stack += [
+                ((*path, index), child, items) for index, child in reversed(list(enumerate(node)))
+            ]
+
+
+def pointer(path: tuple[str | int, ...]) -> str:
+    """The JSON Pointer of a path of keys and indexes."""
+    return "".join(f"/{escape_token(str(token))}" for token in path)
 
 
 @cache
 def _choice_key() -> re.Pattern[str]:
-    schema = contract_schema("planning-block")
+    schema = contract_schema(PLANNING_BLOCK)
     return re.compile(schema["$defs"]["choice-key"]["pattern"])
 
 
@@ -114,9 +176,8 @@ def _choice_keys(keys: list[str]) -> Iterator[Violation]:
             'starting with a letter, optionally prefixed "god:" or "think:"'
         )
         prefix = next((p for p in ("god:", "think:") if key.lower().startswith(p)), "")
-        words = _CAMEL.sub("_", key[len(prefix) :]).lower()
-        suggestion = prefix + "_".join(re.findall("[a-z0-9]+", words))
-        if _choice_key().fullmatch(suggestion) and len(suggestion) <= 64:
+        suggestion = prefix + snake_case(key[len(prefix) :])
+        if _choice_key().fullmatch(suggestion):
             rule += f" (for example {_show(suggestion)})"
         yield Violation(f"/choices/{escape_token(key)}", f"choice key {_show(key)} {rule}")
 
@@ -195,6 +256,15 @@ def _coordination_dc(where: str, choice: Any, tasks: int) -> list[Violation]:
     extra = COMPLEXITY_DC[complexity]
     if base is not None:
         expected = coordination_dc(base, tasks, complexity)
+        highest = _bounds({"$ref": "#/$defs/dc"})[1]
+        if expected > highest:
+            return [
+                Violation(
+                    f"{where}/analysis/base_dc",
+                    f"is {base}, too high: base_dc + {more} + {extra} for {complexity} complexity "
+                    f"is {expected}, above the highest DC, {highest}",
+                )
+            ]
         if given == expected:
             return []
         because = f"base_dc {base} + {more} + {extra} for {complexity} complexity = {expected}"
@@ -223,12 +293,38 @@ def _recommended_approach(analysis: Any, keys: list[str]) -> list[Violation]:
     ]
 
 
-def _plan_quality(quality: Any) -> list[Violation]:
+def check_inputs(quality: Any) -> tuple[int, int] | None:
+    """`roll_result` and `dc` of a planning check, if both are integers within their bounds.
+
+    Only then do margin, success and tier follow from them; otherwise the
+    schema's own violations say what is wrong.
+    """
     if not isinstance(quality, dict):
+        return None
+    fields = contract_schema(PLANNING_BLOCK)["$defs"]["PlanQuality"]["properties"]
+    found = []
+    for name in ("roll_result", "dc"):
+        value = as_integer(quality.get(name))
+        bounds = _bounds(fields[name])
+        if value is None or not bounds[0] <= value <= bounds[1]:
+            return None
+        found.append(value)
+    return found[0], found[1]
+
+
+def _bounds(field: dict[str, Any]) -> tuple[int, int]:
+    """The minimum and maximum of an integer field, following its reference."""
+    if "$ref" in field:
+        definitions = contract_schema(PLANNING_BLOCK)["$defs"]
+        field = definitions[field["$ref"].removeprefix("#/$defs/")]
+    return field["minimum"], field["maximum"]
+
+
+def _plan_quality(quality: Any) -> list[Violation]:
+    inputs = check_inputs(quality)
+    if inputs is None:
         return []
-    roll, dc = as_integer(quality.get("roll_result")), as_integer(quality.get("dc"))
-    if roll is None or dc is None:
-        return []
+    roll, dc = inputs
     outcome = check_outcome(roll, dc)
     found = []
     if "margin" in quality and as_integer(quality["margin"]) != outcome.margin:
@@ -263,13 +359,13 @@ def _plan_quality(quality: Any) -> list[Violation]:
 @cache
 def _think_mode_fields() -> tuple[str, ...]:
     """The fields the schema marks `x-think-mode: required`."""
-    fields = contract_schema("planning-block")["properties"]
+    fields = contract_schema(PLANNING_BLOCK)["properties"]
     return tuple(name for name, field in fields.items() if field.get("x-think-mode") == "required")
 
 
 @cache
 def _enum(field: str) -> tuple[Any, ...]:
-    return tuple(contract_schema("planning-block")["properties"][field]["enum"])
+    return tuple(contract_schema(PLANNING_BLOCK)["properties"][field]["enum"])
 
 
 # Frozen plans ---------------------------------------------------------------------

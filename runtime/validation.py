@@ -23,7 +23,7 @@ import msgspec
 
 from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
 from plancontracts.runtime.errors import ContractError, Violation, shown
-from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
+from plancontracts.runtime.jsontext import TOO_DEEP, MalformedJSON, escape_token, parse
 from plancontracts.runtime.planning_mechanics import Mode
 from plancontracts.runtime.protocol_rules import protocol_violations
 from plancontracts.runtime.schema_text import display_pattern
@@ -80,8 +80,12 @@ def violations(contract: str, value: Any, *, mode: Mode = "story") -> tuple[Viol
     """
     validator = schema_validator(contract)
     found: list[Violation] = []
-    for error in validator.iter_errors(value):
-        found.extend(_explain(error, validator.schema))
+    try:
+        for error in validator.iter_errors(value):
+            found.extend(_explain(error, validator.schema))
+    except RecursionError:
+        # Only a value built in Python gets here: the parser refuses such nesting first.
+        return (Violation("", TOO_DEEP),)
     return _merged(found, protocol_violations(contract, value, mode))
 
 

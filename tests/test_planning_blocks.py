@@ -189,6 +189,18 @@ def test_the_coordination_dc_counts_situational_choices_only() -> None:
     assert check_block(block) == ()
 
 
+def test_a_base_dc_too_high_for_its_tasks_is_named_as_the_culprit() -> None:
+    block = story_block()
+    block["choices"]["parallel_gate"]["analysis"] = {"base_dc": 39, "coordination_dc": 40}
+    assert messages(block) == [
+        (
+            "/choices/parallel_gate/analysis/base_dc",
+            "is 39, too high: base_dc + 2 for each of 1 more task + 0 for simple complexity "
+            "is 41, above the highest DC, 40",
+        )
+    ]
+
+
 def test_the_recommended_approach_names_a_choice() -> None:
     block = story_block()
     block["analysis"]["recommended_approach"] = "swim_moat"
@@ -229,6 +241,50 @@ def test_text_is_plain_text() -> None:
             "(normalize removes the markup)",
         )
     ]
+
+
+def test_control_characters_are_not_text() -> None:
+    block = story_block()
+    block["context"] = "Red \x1b[31malert\x1b[0m\x07 at the gate\ttonight\r\n"
+    assert messages(block) == [
+        (
+            "/context",
+            "holds control characters (U+001B, U+0007); text fields are plain text "
+            "(normalize removes the control characters)",
+        )
+    ]
+    result = normalize_block(block)
+    assert result.block["context"] == "Red [31malert[0m at the gate\ttonight\r\n"
+    assert result.repairs[0].reason == "control characters removed: text is plain text"
+    assert result.valid
+
+
+def test_strings_the_schema_constrains_are_judged_never_rewritten() -> None:
+    block = story_block()
+    block["choices"]["climb_wall"]["risk_level"] = "<b>high</b>"
+    block["analysis"]["recommended_approach"] = "<script>x</script>"
+    result = normalize_block(block)
+    assert result.repairs == ()
+    assert [v.pointer for v in result.violations] == [
+        "/analysis/recommended_approach",
+        "/analysis/recommended_approach",
+        "/choices/climb_wall/risk_level",
+    ]
+    assert not any("markup" in v.message for v in result.violations)
+
+
+def test_a_flood_of_markup_is_reported_in_bounded_form() -> None:
+    block = {**story_block(), "extra": ["<i>"] * 100_000}
+    found = check_block(block)
+    assert len(found) == 102  # the unknown field, 100 texts and a note, nothing more
+    assert found[-1] == Violation("", MORE_THAN_100)
+    assert Violation("/extra", 'unknown field "extra"') in found
+
+
+MORE_THAN_100 = (
+    "more than 100 texts are not plain text; only the first 100 are listed "
+    "(normalize repairs them all)"
+)
 
 
 def test_prose_with_angle_brackets_and_ampersands_is_plain_text() -> None:
@@ -349,6 +405,19 @@ def test_normalize_repairs_the_check_the_order_and_markup_and_reports_each_repai
         "/plan_quality/margin: (absent) -> 5 (follows from roll_result 17 and dc 12)"
     )
     assert normalize_block(result.block, "think").repairs == ()
+
+
+def test_a_check_out_of_bounds_is_left_to_the_schema() -> None:
+    block = think_block()
+    block["plan_quality"].update(dc=1000, margin=5.0)
+    result = normalize_block(block, "think")
+    assert result.repairs == ()  # nothing follows from a DC the contract refuses
+    assert [(v.pointer, v.message) for v in result.violations] == [
+        ("/plan_quality/dc", "1000 is greater than the maximum 40"),
+    ]
+    integral = think_block()
+    integral["plan_quality"]["margin"] = 5.0  # JSON Schema's integer 5
+    assert normalize_block(integral, "think").repairs == ()
 
 
 def test_normalize_changes_nothing_it_may_not_repair() -> None:
@@ -577,6 +646,10 @@ def test_normalize_prints_nothing_when_the_block_is_still_invalid(tmp_path: Path
     malformed = run("normalize", "planning-block", "-", stdin='{"choices": {}')
     assert malformed.returncode == 1
     assert "Traceback" not in malformed.stderr
+    assert "cannot be read" in missing.stderr
+    big = run("normalize", "planning-block", "-", "--max-bytes", "10", stdin=json.dumps(block))
+    assert big.returncode == 1
+    assert "larger than 10 bytes (see --max-bytes)" in big.stderr
     other = run("normalize", "plan", "-", stdin="{}")
     assert other.returncode == 2
     assert "only planning-block documents can be normalized, not plan" in other.stderr
