@@ -29,13 +29,18 @@ from plancontracts.runtime.errors import (
     Violation,
     printable,
 )
-from plancontracts.runtime.planning_blocks import ABSENT, Normalized, decode_block, normalize_block
-from plancontracts.runtime.planning_mechanics import ABILITIES, AVERAGE_SCORE, Mode
+from plancontracts.runtime.planning_blocks import (
+    ABSENT,
+    PLANNING_BLOCK,
+    Normalized,
+    decode_block,
+    normalize_block,
+)
+from plancontracts.runtime.planning_mechanics import ABILITIES, AVERAGE_SCORE, Mode, mode_of
 from plancontracts.runtime.schema_text import schema_text
 from plancontracts.runtime.validation import decode, parse_document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-PLANNING_BLOCK = "planning-block"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -114,6 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     normalize.add_argument(
         "--json", action="store_true", help="print one JSON object: repairs, errors and the block"
+    )
+    normalize.add_argument(
+        "--max-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BYTES,
+        metavar="N",
+        help=f"refuse a document larger than N bytes (default {DEFAULT_MAX_BYTES})",
     )
     normalize.set_defaults(run=_normalize)
 
@@ -469,7 +481,7 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"only {PLANNING_BLOCK} documents can be normalized, not {args.contract}")
     try:
         with _opened(args.file) as stream:
-            data = _read_at_most(stream, DEFAULT_MAX_BYTES)
+            data = _read_at_most(stream, args.max_bytes)
     except OSError as error:
         data = Violation("", _unreadable(error))
     result: Normalized | None = None
@@ -498,15 +510,15 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return EXIT_INVALID if problems else EXIT_OK
     label = _label(args.file)
-    count = f"{len(repairs)} repair{'s' if len(repairs) != 1 else ''}"
-    sys.stderr.write(f"{label}: {count}\n")
+    if result is not None:
+        count = f"{len(repairs)} repair{'s' if len(repairs) != 1 else ''}"
+        sys.stderr.write(f"{label}: {count}\n")
     for repair in repairs:
         sys.stderr.write(f"  {_label(str(repair))}\n")
     if problems:
         noun = "violation" if len(problems) == 1 else "violations"
-        sys.stderr.write(
-            f"{label}: still invalid ({len(problems)} {noun}), so nothing is printed\n"
-        )
+        verdict = "still invalid" if result is not None else "cannot be read"
+        sys.stderr.write(f"{label}: {verdict} ({len(problems)} {noun}), so nothing is printed\n")
         for violation in problems:
             sys.stderr.write(f"  {_label(str(violation))}\n")
         return EXIT_INVALID
@@ -710,6 +722,9 @@ def _think(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.situations.count("-") > 1:
         raise UsageError("standard input (-) can be read only once")
+    for text in args.situations:
+        if text != "-" and not mode_of(text, args.mode)[1]:
+            raise UsageError(f"an empty situation: {_label(text)!r}")
     try:
         thinker = Thinker.start(args.model, download=not args.no_download)
     except NoModel as error:
@@ -726,8 +741,9 @@ def _think(args: argparse.Namespace, out: TextIO) -> int:
             )
             try:
                 thought = _run_trio(think)
-            except GenerationFailed as failure:
-                sys.stderr.write(f"plancontracts: no block for {_label(situation.strip())!r}: ")
+            except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
+                shown_situation = _label(situation.strip()[:80])
+                sys.stderr.write(f"plancontracts: no block for {shown_situation!r}: ")
                 sys.stderr.write(f"{_label(str(failure))}\n")
                 status = EXIT_INVALID
                 continue

@@ -105,7 +105,8 @@ class ModelWriter:
         """Generate one JSON object under `schema` after `prompt`.
 
         Raises GenerationFailed when the output is not a JSON object that
-        `schema` accepts, or when `stop` was set before the end.
+        `schema` accepts, when the prompt and `max_tokens` do not fit the
+        model's context, or when `stop` was set before the end.
         """
         from jsonschema import Draft202012Validator
         from llama_cpp import StoppingCriteriaList
@@ -119,7 +120,10 @@ class ModelWriter:
                 [lambda _ids, _logits: stop.is_set()]
             )
         with self.busy:
-            text = generator(prompt, **options)
+            try:
+                text = generator(prompt, **options)
+            except ValueError as error:  # llama-cpp-python: the prompt does not fit the context
+                raise GenerationFailed(str(error).splitlines()[0]) from None
         if stop is not None and stop.is_set():
             raise GenerationFailed("generation was stopped")
         try:

@@ -28,11 +28,13 @@ from syrupy.assertion import SnapshotAssertion
 from plancontracts.generated.planning_blocks import PlanQuality
 from plancontracts.runtime import contract_schema
 from plancontracts.runtime.decoding_profiles import (
+    PLAIN_TEXT,
     WHITESPACE,
     ProfileBug,
     block_profile,
     choice_keys,
 )
+from plancontracts.runtime.generation import GenerationFailed
 from plancontracts.runtime.planning_blocks import check_block, normalize_block
 from plancontracts.runtime.planning_mechanics import Mode, RolledCheck, check_outcome, roll_check
 from plancontracts.runtime.prompts import planning_messages, render_chat
@@ -70,7 +72,7 @@ def test_the_profile_is_closed_bounded_and_free_of_markup(mode: Mode) -> None:
                 assert node["required"] == list(node["properties"])
             elif node.get("type") == "string" and "enum" not in node:
                 assert node["maxLength"] <= 120
-                assert node["pattern"] == "^[^<\\s][^<]*$"
+                assert node["pattern"] == PLAIN_TEXT
             elif node.get("type") == "array":
                 assert 1 <= node["minItems"] <= node["maxItems"] <= 3
     # What code decides is never the model's to write.
@@ -263,6 +265,25 @@ def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> 
     )
     [line] = done.stdout.splitlines()
     assert check_block(json.loads(line), "think") == ()
+
+
+def test_a_situation_too_long_for_the_context_is_a_generation_failure(thinker: Thinker) -> None:
+    with pytest.raises(GenerationFailed, match="exceed context window"):
+        trio.run(lambda: thinker.think("The wind howls. " * 6000))
+
+
+def test_an_empty_situation_is_refused_before_any_model_loads() -> None:
+    for situation in ("THINK:", "   "):
+        done = subprocess.run(
+            [sys.executable, "-m", "plancontracts", "think", situation],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert "an empty situation" in done.stderr
+        assert "model:" not in done.stderr
 
 
 def test_without_a_model_the_think_command_says_so(tmp_path: Path) -> None:
