@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 
 from plancontracts.runtime import contract_schema, decode
 from plancontracts.runtime.jsontext import parse
+from plancontracts.runtime.planning_mechanics import coordination_dc
 
 ROUNDS = 7
 MIN_ROUND_SECONDS = 0.2
@@ -76,7 +77,10 @@ def planning_block(choices: int) -> dict[str, Any]:
     block = copy.deepcopy(contract_schema("planning-block")["examples"][0])
     template = block["choices"]["wade_ford"]
     situational = {f"option_{i}": {**template, "text": f"Option {i}"} for i in range(choices)}
-    block["choices"] = {**situational, "parallel_plan": block["choices"]["parallel_crossing"]}
+    parallel = block["choices"]["parallel_crossing"]
+    analysis = parallel["analysis"]
+    analysis["coordination_dc"] = coordination_dc(analysis["base_dc"], choices)
+    block["choices"] = {**situational, "parallel_plan": parallel}
     block["analysis"]["recommended_approach"] = "option_0"
     return block
 

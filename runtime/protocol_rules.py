@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, get_args
 
+import msgspec
+
 from plancontracts.generated.planning_blocks import Complexity
 from plancontracts.runtime.contracts import contract_schema
 from plancontracts.runtime.errors import Violation, shown
@@ -53,6 +55,12 @@ __all__ = [
 PLANNING_BLOCK = "planning-block"
 MAX_TEXT_VIOLATIONS = 100
 "Texts that are not plain text, listed at most: a hostile document could hold millions."
+
+
+@cache
+def _schema(contract: str) -> Any:
+    """`contract`'s schema, parsed once: the rules only read it."""
+    return contract_schema(contract)
 
 
 def has_protocol_rules(contract: str) -> bool:
@@ -93,8 +101,20 @@ def _planning_block(value: Any, mode: Mode) -> list[Violation]:
     return found
 
 
+# What any markup or control character looks like in a document's JSON as
+# msgspec writes it: a `<` that may open markup, a C0 control escaped (tab, line
+# feed and carriage return are text), DEL or a C1 control raw. A document whose
+# JSON shows none has nothing to walk for; a false alarm only costs the walk.
+_SUSPECT = re.compile(rb"<[A-Za-z/!?]|\\u00[01][0-9a-fA-F]|\\[bf]|\x7f|\xc2[\x80-\x9f]")
+
+
 def _plain_text(value: Any) -> Iterator[Violation]:
     """Every free text holding markup or control characters, up to MAX_TEXT_VIOLATIONS."""
+    try:
+        if not _SUSPECT.search(msgspec.json.encode(value)):
+            return
+    except (TypeError, UnicodeEncodeError, RecursionError, msgspec.EncodeError):
+        pass  # not JSON msgspec writes (a lone surrogate, deep nesting): walk it all
     found = 0
     for path, text in free_texts(PLANNING_BLOCK, value):
         problems, removed = [], []
@@ -129,9 +149,9 @@ def free_texts(contract: str, value: Any) -> Iterator[tuple[tuple[str | int, ...
     Free means no enum, const or pattern constrains it (those the schema
     judges alone); strings in fields the schema does not know are free too.
     """
-    definitions = contract_schema(contract).get("$defs", {})
+    definitions = _schema(contract).get("$defs", {})
     # A loop, not recursion: documents may nest about 1,000 levels deep.
-    stack: list[tuple[tuple[str | int, ...], Any, Any]] = [((), value, contract_schema(contract))]
+    stack: list[tuple[tuple[str | int, ...], Any, Any]] = [((), value, _schema(contract))]
     while stack:
         path, node, schema = stack.pop()
         while isinstance(schema, dict) and "$ref" in schema:
@@ -163,7 +183,7 @@ def pointer(path: tuple[str | int, ...]) -> str:
 
 @cache
 def _choice_key() -> re.Pattern[str]:
-    schema = contract_schema(PLANNING_BLOCK)
+    schema = _schema(PLANNING_BLOCK)
     return re.compile(schema["$defs"]["choice-key"]["pattern"])
 
 
@@ -301,7 +321,7 @@ def check_inputs(quality: Any) -> tuple[int, int] | None:
     """
     if not isinstance(quality, dict):
         return None
-    fields = contract_schema(PLANNING_BLOCK)["$defs"]["PlanQuality"]["properties"]
+    fields = _schema(PLANNING_BLOCK)["$defs"]["PlanQuality"]["properties"]
     found = []
     for name in ("roll_result", "dc"):
         value = as_integer(quality.get(name))
@@ -315,7 +335,7 @@ def check_inputs(quality: Any) -> tuple[int, int] | None:
 def _bounds(field: dict[str, Any]) -> tuple[int, int]:
     """The minimum and maximum of an integer field, following its reference."""
     if "$ref" in field:
-        definitions = contract_schema(PLANNING_BLOCK)["$defs"]
+        definitions = _schema(PLANNING_BLOCK)["$defs"]
         field = definitions[field["$ref"].removeprefix("#/$defs/")]
     return field["minimum"], field["maximum"]
 
@@ -359,13 +379,13 @@ def _plan_quality(quality: Any) -> list[Violation]:
 @cache
 def _think_mode_fields() -> tuple[str, ...]:
     """The fields the schema marks `x-think-mode: required`."""
-    fields = contract_schema(PLANNING_BLOCK)["properties"]
+    fields = _schema(PLANNING_BLOCK)["properties"]
     return tuple(name for name, field in fields.items() if field.get("x-think-mode") == "required")
 
 
 @cache
 def _enum(field: str) -> tuple[Any, ...]:
-    return tuple(contract_schema(PLANNING_BLOCK)["properties"][field]["enum"])
+    return tuple(_schema(PLANNING_BLOCK)["properties"][field]["enum"])
 
 
 # Frozen plans ---------------------------------------------------------------------
