@@ -36,12 +36,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from plancontracts.generated.planning_blocks import PlanningBlock
 from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.contracts import contract_schema
 from plancontracts.runtime.errors import ContractError
 from plancontracts.runtime.executor import check_plan
-from plancontracts.runtime.planning_blocks import PLANNING_BLOCK, decode_block, normalize_block
+from plancontracts.runtime.planning_blocks import PLANNING_BLOCK, normalize_block
 from plancontracts.runtime.planning_mechanics import (
     ABILITIES,
     MAX_DC,
@@ -265,13 +267,14 @@ class BlockProfile:
                 "margin": check.outcome.margin,
                 "quality_tier": check.outcome.quality_tier,
             }
-        repairs = normalize_block(block, self.mode).repairs
-        if repairs:
-            raise ProfileBug(f"a block decoded under the profile needed repairs: {repairs}")
-        try:
-            return decode_block(json.dumps(block), self.mode)
-        except ContractError as error:
-            raise ProfileBug(f"a block decoded under the profile is invalid: {error}") from None
+        judged = normalize_block(block, self.mode)
+        if judged.repairs:
+            raise ProfileBug(f"a block decoded under the profile needed repairs: {judged.repairs}")
+        if judged.violations:
+            listed = "; ".join(map(str, judged.violations))
+            raise ProfileBug(f"a block decoded under the profile is invalid: {listed}")
+        typed: PlanningBlock = msgspec.convert(block, PlanningBlock)  # judged just above
+        return typed
 
 
 def block_profile(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plancontracts.generated.planning_blocks import PlanningBlock
-from plancontracts.runtime.errors import ContractError, Violation, shown
+from plancontracts.runtime.errors import Violation, shown
 from plancontracts.runtime.plain_text import (
     control_characters,
     has_markup,
@@ -41,7 +41,7 @@ from plancontracts.runtime.protocol_rules import (
     free_texts,
     pointer,
 )
-from plancontracts.runtime.validation import convert, parse_document, violations
+from plancontracts.runtime.validation import decode, violations
 
 __all__ = [
     "ABSENT",
@@ -100,9 +100,7 @@ def check_block(value: Any, mode: Mode = "story") -> tuple[Violation, ...]:
     ...)`); Think mode adds the fields it requires and the mandatory parallel
     option. Raises ValueError for an unknown mode.
     """
-    if mode not in ("think", "story"):
-        raise ValueError(f"not a mode: {mode!r}; one of think, story")
-    return violations(PLANNING_BLOCK, value, mode=mode)
+    return violations(PLANNING_BLOCK, value, mode=_known(mode))
 
 
 def decode_block(data: bytes | str, mode: Mode = "story") -> PlanningBlock:
@@ -111,12 +109,14 @@ def decode_block(data: bytes | str, mode: Mode = "story") -> PlanningBlock:
     Returns the typed block. Raises ContractError listing every violation
     (malformed JSON included), ValueError for an unknown mode.
     """
-    value = parse_document(PLANNING_BLOCK, data)
-    problems = check_block(value, mode)
-    if problems:
-        raise ContractError(PLANNING_BLOCK, problems)
-    block: PlanningBlock = convert(PLANNING_BLOCK, value)
+    block: PlanningBlock = decode(PLANNING_BLOCK, data, mode=_known(mode))
     return block
+
+
+def _known(mode: Mode) -> Mode:
+    if mode not in ("think", "story"):
+        raise ValueError(f"not a mode: {mode!r}; one of think, story")
+    return mode
 
 
 def normalize_block(value: Any, mode: Mode = "story") -> Normalized:

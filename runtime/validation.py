@@ -34,37 +34,39 @@ if TYPE_CHECKING:
 _ARRAY_INDEX = re.compile(r"[0-9]+")
 
 
-def decode(contract: str, data: bytes | str) -> Any:
+def decode(contract: str, data: bytes | str, *, mode: Mode = "story") -> Any:
     """Decode one JSON document of `contract` into its generated type.
 
     `data` is the document's text, as UTF-8 bytes or as str. Returns an
     instance of the contract's root type (see `root_type`). Raises
     `ContractError` listing every violation when the text is not strict JSON
     or the document breaks the contract, and `UnknownContractError` when no
-    contract has that name.
+    contract has that name. `mode` matters for planning blocks only (see
+    `violations`).
     """
-    return convert(contract, parse_document(contract, data))
+    return convert(contract, parse_document(contract, data), mode=mode)
 
 
-def convert(contract: str, value: Any) -> Any:
+def convert(contract: str, value: Any, *, mode: Mode = "story") -> Any:
     """Convert an already parsed JSON `value` of `contract` into its generated type.
 
     `value` is what a JSON parser returns (dicts, lists, str, int, float,
     bool, None). Raises `ContractError` listing every violation, and
-    `UnknownContractError` when no contract has that name.
+    `UnknownContractError` when no contract has that name. `mode` matters
+    for planning blocks only (see `violations`).
     """
     target = root_type(contract)
     try:
         typed = msgspec.convert(value, target)
     except msgspec.ValidationError:
-        problems = violations(contract, value)
+        problems = violations(contract, value, mode=mode)
         if problems:
             raise ContractError(contract, problems) from None
         return _convert_integral_floats(value, target)
     if has_schema_only_rules(contract):
-        problems = violations(contract, value)
+        problems = violations(contract, value, mode=mode)
     else:  # the types held, so the schema holds: only the rules beyond it are left
-        problems = _merged([], protocol_violations(contract, value))
+        problems = _merged([], protocol_violations(contract, value, mode))
     if problems:
         raise ContractError(contract, problems)
     return typed
