@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -30,7 +31,7 @@ import trio
 
 from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
 
-__all__ = ["GenerationFailed", "ModelWriter", "load_first_model"]
+__all__ = ["GenerationFailed", "ModelWriter", "load_first_model", "say_on_stderr"]
 
 CACHED_CONSTRAINTS = 8
 PROMPT_CACHE_BYTES = 1 << 30
@@ -159,11 +160,16 @@ class ModelWriter:
             stop.set()
 
 
+def say_on_stderr(line: str) -> None:
+    """Say one line on standard error, at once: how models report the steps they take."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def load_first_model(
     requested: str | None = None,
     *,
     download: bool = True,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = say_on_stderr,
 ) -> ModelWriter | None:
     """The first model of the resolution order that loads (see `local_model`), or None.
 

@@ -13,23 +13,23 @@ returns a plan.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.decoding_profiles import plan_profile
-from plancontracts.runtime.generation import GenerationFailed, ModelWriter, load_first_model
+from plancontracts.runtime.generation import (
+    GenerationFailed,
+    ModelWriter,
+    load_first_model,
+    say_on_stderr,
+)
 from plancontracts.runtime.pattern_planner import pattern_plan
 from plancontracts.runtime.prompts import narrator_messages, render_chat
 from plancontracts.runtime.skills import SkillSet, bundled_skills
 
 __all__ = ["Planner"]
-
-
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Planner:
 
     writer: ModelWriter | None
     skills: SkillSet
-    say: Callable[[str], None] = _to_stderr
+    say: Callable[[str], None] = say_on_stderr
 
     @classmethod
     def start(
@@ -47,7 +47,7 @@ class Planner:
         *,
         download: bool = True,
         skills: SkillSet | None = None,
-        say: Callable[[str], None] = _to_stderr,
+        say: Callable[[str], None] = say_on_stderr,
     ) -> Planner:
         """Load the first model of the resolution order that loads, saying each step."""
         skills = bundled_skills() if skills is None else skills

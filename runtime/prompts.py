@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from functools import cache
 from importlib.resources import files
 from string import Template
 from typing import Any
@@ -80,19 +81,6 @@ def planning_messages(
     first asks for the planning check (`check` None); once code has rolled
     it, it asks for the block and gives the roll (`check`).
     """
-    sections = schema_sections(PLANNING_BLOCK)
-    choice_group = _referenced(PLANNING_BLOCK, "Choice")
-    schema = contract_schema(PLANNING_BLOCK)["$defs"]
-    system = _template("planning.md").substitute(
-        # The value types close the choice part: every "see ... below" points down.
-        block_schema=_join(text for name, text in sections[:-1] if name not in choice_group),
-        choice_schema=_join(text for name, text in sections if name in choice_group),
-        value_types=sections[-1][1].strip(),
-        risk_levels=_listed(schema["risk-level"]["enum"]),
-        confidence_levels=_listed(schema["confidence"]["enum"]),
-        quality_tiers=_listed(schema["quality-tier"]["enum"]),
-        mechanics=_mechanics(),
-    )
     lines = [f"{mode.capitalize()} mode.", f"Situation: {situation.strip()}"]
     if mode == "think" and check is None:
         lines.append(
@@ -107,9 +95,31 @@ def planning_messages(
     else:
         lines.append("Write the planning block for the character's next move.")
     return [
-        {"role": "system", "content": system.strip()},
+        {"role": "system", "content": _planning_protocol()},
         {"role": "user", "content": "\n".join(lines)},
     ]
+
+
+@cache
+def _planning_protocol() -> str:
+    """The planner's system message: the same for every situation and mode, so built once."""
+    sections = schema_sections(PLANNING_BLOCK)
+    choice_group = _referenced(PLANNING_BLOCK, "Choice")
+    schema = contract_schema(PLANNING_BLOCK)["$defs"]
+    return (
+        _template("planning.md")
+        .substitute(
+            # The value types close the choice part: every "see ... below" points down.
+            block_schema=_join(text for name, text in sections[:-1] if name not in choice_group),
+            choice_schema=_join(text for name, text in sections if name in choice_group),
+            value_types=sections[-1][1].strip(),
+            risk_levels=_listed(schema["risk-level"]["enum"]),
+            confidence_levels=_listed(schema["confidence"]["enum"]),
+            quality_tiers=_listed(schema["quality-tier"]["enum"]),
+            mechanics=_mechanics(),
+        )
+        .strip()
+    )
 
 
 _TIER_PLANS = {

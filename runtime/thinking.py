@@ -16,13 +16,12 @@ before it is returned; one that is not is a bug in the profile (ProfileBug).
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from plancontracts.generated.planning_blocks import PlanningBlock
 from plancontracts.runtime.decoding_profiles import block_profile
-from plancontracts.runtime.generation import ModelWriter, load_first_model
+from plancontracts.runtime.generation import ModelWriter, load_first_model, say_on_stderr
 from plancontracts.runtime.planning_mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -56,16 +55,12 @@ class Thought:
     "The situation, without its `THINK:` prefix."
 
 
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @dataclass
 class Thinker:
     """Writes planning blocks with one loaded model."""
 
     writer: ModelWriter
-    say: Callable[[str], None] = _to_stderr
+    say: Callable[[str], None] = say_on_stderr
 
     @classmethod
     def start(
@@ -73,7 +68,7 @@ class Thinker:
         requested: str | None = None,
         *,
         download: bool = True,
-        say: Callable[[str], None] = _to_stderr,
+        say: Callable[[str], None] = say_on_stderr,
     ) -> Thinker:
         """Load the first model of the resolution order that loads, saying each step.
 
