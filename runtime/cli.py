@@ -183,23 +183,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     play = commands.add_parser("play", help="play turn after turn, reading actions from stdin")
     for command in (plan, play):
-        command.add_argument(
-            "--model",
-            metavar="PATH|NAME",
-            help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file.gguf",
-        )
+        _model_options(command, seed="sampling seed, for repeatable plans")
         command.add_argument(
             "--skills",
             type=Path,
             action="append",
             metavar="DIR",
             help="a folder of skill folders (repeatable; default: the bundled skills)",
-        )
-        command.add_argument(
-            "--seed", type=int, metavar="N", help="sampling seed, for repeatable plans"
-        )
-        command.add_argument(
-            "--no-download", action="store_true", help="never download the default model"
         )
         command.add_argument(
             "--data", type=Path, metavar="DIR", help="where skills keep their data (as execute)"
@@ -230,15 +220,7 @@ def _parser() -> argparse.ArgumentParser:
             metavar="N",
             help=f"the character's {ability} score, 1 to 30 (default {AVERAGE_SCORE})",
         )
-    think.add_argument(
-        "--model",
-        metavar="PATH|NAME",
-        help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file.gguf",
-    )
-    think.add_argument("--seed", type=int, metavar="N", help="seed of the sampling and the roll")
-    think.add_argument(
-        "--no-download", action="store_true", help="never download the default model"
-    )
+    _model_options(think, seed="seed of the sampling and the roll")
     think.set_defaults(run=_think)
 
     generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
@@ -249,6 +231,19 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--out", type=Path, metavar="DIR", help="the generated/ folder")
     generate.set_defaults(run=_generate)
     return parser
+
+
+def _model_options(command: argparse.ArgumentParser, *, seed: str) -> None:
+    """--model, --seed (helped by `seed`) and --no-download, for the commands that load a model."""
+    command.add_argument(
+        "--model",
+        metavar="PATH|NAME",
+        help="a GGUF file, phi-3.5, gemma3-270m or owner/repo/file.gguf",
+    )
+    command.add_argument("--seed", type=int, metavar="N", help=seed)
+    command.add_argument(
+        "--no-download", action="store_true", help="never download the default model"
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -317,8 +312,7 @@ def _validate(args: argparse.Namespace, out: TextIO) -> int:
     root_type(args.contract)  # an unknown contract is a usage error, before any reading
     if args.mode and args.contract != PLANNING_BLOCK:
         raise UsageError(f"--mode applies to {PLANNING_BLOCK} only, not {args.contract}")
-    if args.files.count("-") > 1:
-        raise UsageError("standard input (-) can be read only once")
+    _stdin_at_most_once(args.files)
     judge = partial(_judge, args.contract, args.mode or "story")
     report = _JsonReport(out) if args.json else _TextReport(out, ndjson=args.ndjson)
     for name in args.files:
@@ -458,9 +452,7 @@ class _JsonReport:
         record: dict[str, object] = {"file": outcome.file, "valid": outcome.valid}
         if outcome.line is not None:
             record["line"] = outcome.line
-        record["errors"] = [
-            {"pointer": v.pointer, "message": v.message} for v in outcome.violations
-        ]
+        record["errors"] = _as_json(outcome.violations)
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.out.flush()
         self.invalid += not outcome.valid
@@ -505,7 +497,7 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
             }
             for r in repairs
         ]
-        record["errors"] = [{"pointer": v.pointer, "message": v.message} for v in problems]
+        record["errors"] = _as_json(problems)
         record["block"] = result.block if result else None
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return EXIT_INVALID if problems else EXIT_OK
@@ -525,6 +517,10 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
     assert result is not None
     out.write(json.dumps(result.block, indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
+
+
+def _as_json(violations: tuple[Violation, ...]) -> list[dict[str, str]]:
+    return [{"pointer": v.pointer, "message": v.message} for v in violations]
 
 
 # examples -----------------------------------------------------------------------
@@ -612,20 +608,29 @@ def _read_plan(name: str) -> Plan | Outcome:
 
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
-    if args.inputs.count("-") > 1:
-        raise UsageError("standard input (-) can be read only once")
+    _stdin_at_most_once(args.inputs)
     planner = _planner(args)
-    for text in args.inputs:
-        for player_input in sys.stdin if text == "-" else [text]:
-            if not player_input.strip():
-                continue
-            if args.execute:
-                _turn(planner, player_input.strip(), args, out, state={})
-            else:
-                plan = _run_trio(partial(planner.plan, player_input.strip(), seed=args.seed))
-                out.write(msgspec.json.encode(plan).decode() + "\n")
-            out.flush()
+    for player_input in _texts(args.inputs):
+        if args.execute:
+            _turn(planner, player_input, args, out, state={})
+        else:
+            plan = _run_trio(partial(planner.plan, player_input, seed=args.seed))
+            out.write(msgspec.json.encode(plan).decode() + "\n")
+        out.flush()
     return EXIT_OK
+
+
+def _stdin_at_most_once(names: list[str]) -> None:
+    if names.count("-") > 1:
+        raise UsageError("standard input (-) can be read only once")
+
+
+def _texts(arguments: list[str]) -> Iterator[str]:
+    """Each argument, or for `-` each line of standard input, stripped; blank ones skipped."""
+    for argument in arguments:
+        for text in sys.stdin if argument == "-" else [argument]:
+            if text.strip():
+                yield text.strip()
 
 
 def _play(args: argparse.Namespace, out: TextIO) -> int:
@@ -720,8 +725,7 @@ def _think(args: argparse.Namespace, out: TextIO) -> int:
     from plancontracts.runtime.generation import GenerationFailed
     from plancontracts.runtime.thinking import NoModel, Thinker
 
-    if args.situations.count("-") > 1:
-        raise UsageError("standard input (-) can be read only once")
+    _stdin_at_most_once(args.situations)
     for text in args.situations:
         if text != "-" and not mode_of(text, args.mode)[1]:
             raise UsageError(f"an empty situation: {_label(text)!r}")
@@ -732,23 +736,17 @@ def _think(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_INVALID
     abilities = {ability: getattr(args, ability.lower()) for ability in ABILITIES}
     status = EXIT_OK
-    for text in args.situations:
-        for situation in sys.stdin if text == "-" else [text]:
-            if not situation.strip():
-                continue
-            think = partial(
-                thinker.think, situation, args.mode, abilities=abilities, seed=args.seed
-            )
-            try:
-                thought = _run_trio(think)
-            except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
-                shown_situation = _label(situation.strip()[:80])
-                sys.stderr.write(f"plancontracts: no block for {shown_situation!r}: ")
-                sys.stderr.write(f"{_label(str(failure))}\n")
-                status = EXIT_INVALID
-                continue
-            out.write(msgspec.json.encode(thought.block).decode() + "\n")
-            out.flush()
+    for situation in _texts(args.situations):
+        think = partial(thinker.think, situation, args.mode, abilities=abilities, seed=args.seed)
+        try:
+            thought = _run_trio(think)
+        except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
+            sys.stderr.write(f"plancontracts: no block for {_label(situation[:80])!r}: ")
+            sys.stderr.write(f"{_label(str(failure))}\n")
+            status = EXIT_INVALID
+            continue
+        out.write(msgspec.json.encode(thought.block).decode() + "\n")
+        out.flush()
     return status
 
 
