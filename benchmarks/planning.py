@@ -8,6 +8,8 @@ the bundled skills, it measures in one run:
 - the fraction of plans valid against the contract and accepted by the
   executor (target 100%);
 - p50 and p95 time to a plan (target: p50 under 5 s);
+- the process's peak resident memory over the 30 distinct inputs (target:
+  under 1.5 GB; a long `play` session plans many distinct inputs);
 - tokens per second under the plan profile against free generation on the
   same prompts, as a ratio (target at least 0.85);
 - the set-up of a compiled constraint, first against second time for the same
@@ -19,6 +21,7 @@ Exits 1 when a target is missed.
 from __future__ import annotations
 
 import contextlib
+import resource
 import statistics
 import sys
 import time
@@ -67,6 +70,7 @@ INPUTS = [
 ]
 TARGET_VALID = 1.0
 TARGET_P50 = 5.0
+TARGET_PEAK_RSS_GB = 1.5
 TARGET_SPEED_RATIO = 0.85
 FREE_TOKENS = 96
 
@@ -115,6 +119,13 @@ async def main() -> int:
         f"time to a plan: p50 {p50:.2f} s, p95 {p95:.2f} s (target p50 under {TARGET_P50:g} s): "
         f"{'met' if p50 < TARGET_P50 else 'NOT met'}"
     )
+    peak = peak_rss_gb()
+    met &= peak < TARGET_PEAK_RSS_GB
+    print(
+        f"peak resident memory after {len(INPUTS)} distinct inputs: {peak:.2f} GB "
+        f"(target under {TARGET_PEAK_RSS_GB:g} GB): "
+        f"{'met' if peak < TARGET_PEAK_RSS_GB else 'NOT met'}"
+    )
 
     # Tokens per second of writing: wall time minus llama.cpp's own prompt
     # evaluation time, so the long shared prompt does not swamp the comparison.
@@ -139,6 +150,11 @@ async def main() -> int:
         f"{'met' if ratio >= TARGET_SPEED_RATIO else 'NOT met'}"
     )
     return 0 if met else 1
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident set size so far (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
 def measured(generate: Callable[[], object], writer: ModelWriter) -> tuple[int, float]:

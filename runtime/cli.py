@@ -609,6 +609,9 @@ def _read_plan(name: str) -> Plan | Outcome:
 
 def _plan(args: argparse.Namespace, out: TextIO) -> int:
     _stdin_at_most_once(args.inputs)
+    for text in args.inputs:
+        if not text.strip():
+            raise UsageError(f"an empty player input: {_label(text)!r}")
     planner = _planner(args)
     for player_input in _texts(args.inputs):
         if args.execute:
@@ -646,7 +649,8 @@ def _play(args: argparse.Namespace, out: TextIO) -> int:
             out.write("\n")
             return EXIT_OK
         text = line.strip()
-        if text.isdigit() and 1 <= int(text) <= len(choices):
+        # isdigit() alone admits digits int() refuses, such as "²".
+        if text.isascii() and text.isdigit() and 1 <= int(text) <= len(choices):
             text = choices[int(text) - 1]
             out.write(f"({text})\n")
         choices = _turn(planner, text, args, out, state)

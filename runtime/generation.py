@@ -34,7 +34,6 @@ from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
 __all__ = ["GenerationFailed", "ModelWriter", "load_first_model", "say_on_stderr"]
 
 CACHED_CONSTRAINTS = 8
-PROMPT_CACHE_BYTES = 1 << 30
 
 
 class GenerationFailed(Exception):
@@ -59,7 +58,6 @@ class ModelWriter:
         """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it."""
         import outlines
         from llama_cpp import Llama
-        from llama_cpp.llama_cache import LlamaRAMCache
 
         llama = Llama(
             str(path),
@@ -67,13 +65,12 @@ class ModelWriter:
             n_threads=threads or os.cpu_count() or 1,
             verbose=False,
         )
-        # Prompts share the narrator's long system message: keeping evaluated
-        # prefixes in memory halves the time to a plan after the first.
-        llama.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
         template = llama.metadata.get("tokenizer.chat_template") or None
         # chat_mode off: prompts arrive rendered through the model's own chat
         # template (runtime.prompts), and plain completion honours stopping criteria.
-        return cls(path, llama, outlines.from_llamacpp(llama, chat_mode=False), template)
+        model = outlines.from_llamacpp(llama, chat_mode=False)
+        model.model = _KeepingEvaluatedPrefix(llama)
+        return cls(path, llama, model, template)
 
     def generator(self, schema: dict[str, Any]) -> Any:
         """The compiled constraint for `schema`, built on first use and then reused."""
@@ -158,6 +155,31 @@ class ModelWriter:
             # On cancellation the thread is abandoned, not killed: the flag makes it
             # stop at its next token, and `busy` keeps the next call waiting till then.
             stop.set()
+
+
+class _KeepingEvaluatedPrefix:
+    """The model as Outlines sees it: every call goes through, except `reset`.
+
+    Outlines resets the model after each generation, which throws away the
+    evaluated prompt. Without that reset, llama-cpp-python keeps the longest
+    prefix the next prompt shares with the last one in llama.cpp's own KV
+    cache; prompts share their long system message, so only the player's
+    input and what follows is evaluated again. (llama-cpp-python's RAM
+    prompt cache would do the same by saving whole states, each with a copy
+    of the score array: hundreds of MB per distinct prompt, unbounded.)
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._llama(*args, **kwargs)
+
+    def reset(self) -> None:
+        """Keep the evaluated tokens; `Llama.generate` reuses what the next prompt shares."""
 
 
 def say_on_stderr(line: str) -> None:

@@ -154,3 +154,18 @@ def test_play_offers_narrative_choices_as_numbers(tmp_path: Path) -> None:
     assert "  2. Knock on the iron door" in lines
     assert "> (Knock on the iron door)" in lines
     assert "You knock on the iron door. The world waits." in lines
+
+
+def test_a_digit_that_is_not_a_number_is_played_as_text(tmp_path: Path) -> None:
+    done = without_a_model("play", "--data", str(tmp_path), stdin="I examine the iron door\n²\n\n")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "> (" not in done.stdout  # no choice was picked
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_player_input_is_refused_before_any_model_loads(text: str) -> None:
+    done = without_a_model("plan", text)
+    assert done.returncode == 2
+    assert "an empty player input" in done.stderr
+    assert "model:" not in done.stderr

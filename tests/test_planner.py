@@ -206,6 +206,38 @@ def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -
     assert time.perf_counter() - started < built
 
 
+def resident_megabytes() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) // 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_distinct_inputs_reuse_the_shared_prompt_without_growing_memory(
+    writer: ModelWriter,
+) -> None:
+    import llama_cpp
+
+    skills = bundled_skills()
+    profile = plan_profile(skills)
+    context = writer.llama._ctx.ctx
+
+    def plan_for(text: str) -> int:
+        """Plan `text`; the number of prompt tokens llama.cpp had to evaluate."""
+        llama_cpp.llama_perf_context_reset(context)
+        writer.write(render_chat(narrator_messages(text, skills), None), profile.schema, seed=3)
+        return int(llama_cpp.llama_perf_context(context).n_p_eval)
+
+    plan_for("I light the torch")
+    before = resident_megabytes()
+    distinct = [*INPUTS[1:], "I search the chest for a key", "I bow to the queen's envoy"]
+    evaluated = [plan_for(text) for text in distinct]
+    # Each prompt is some 1,800 tokens, all but the input shared with the last one.
+    assert max(evaluated) < 200, evaluated
+    # A cache of whole model states grew by about 540 MB per distinct input here.
+    assert resident_megabytes() - before < 150
+
+
 def test_output_cut_by_the_token_budget_is_a_failure(writer: ModelWriter) -> None:
     with pytest.raises(GenerationFailed, match="not complete JSON"):
         writer.write("Tell a long story.\n", STORY, max_tokens=8, seed=1)
