@@ -31,6 +31,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,19 +385,31 @@ class _Execution:
                 f"tool {call.tool_id!r}: {unusable}",
                 {"toolId": call.tool_id, "toolPath": call.tool_path},
             ) from None
-        if script.input_validator is not None:
-            from jsonschema.exceptions import best_match
-
-            problem = best_match(script.input_validator.iter_errors(_input(call)))
-            if problem is not None:
-                where = "/" + "/".join(map(str, problem.absolute_path))
-                raise _Rejected(
-                    "invalid_plan",
-                    "invalid_input",
-                    f"tool {call.tool_id!r}: input {where}: {problem.message}",
-                    {"toolId": call.tool_id, "pointer": where},
-                )
+        problem = script.check_input(_input(call), seconds=self._checking_time_left())
+        if problem is not None:
+            details = {"toolId": call.tool_id}
+            if problem.pointer is not None:
+                details["pointer"] = problem.pointer
+            raise _Rejected(
+                "invalid_plan", problem.code, f"tool {call.tool_id!r}: {problem.message}", details
+            )
         return script, script.skill
+
+    # When checking inputs must end, on the monotonic clock: set by the first check.
+    _checks_deadline: float | None = None
+
+    def _checking_time_left(self) -> float:
+        """Seconds left to check inputs: all of them share the time before the plan's deadline.
+
+        `check_plan` runs without an event loop or a deadline of its own; its
+        checks share the plan timeout of `self.limits`.
+        """
+        if self._checks_deadline is None:
+            left = self.limits.plan_timeout
+            if not math.isinf(self.deadline):
+                left = self.deadline - trio.current_time()
+            self._checks_deadline = time.monotonic() + left
+        return self._checks_deadline - time.monotonic()
 
     # Scheduling -------------------------------------------------------------------
 
