@@ -58,7 +58,7 @@ from plancontracts.generated.tool_plans import (
     UiEvent,
 )
 from plancontracts.runtime.errors import ContractError
-from plancontracts.runtime.jsontext import MalformedJSON, parse
+from plancontracts.runtime.jsontext import TOO_DEEP, MalformedJSON, parse
 from plancontracts.runtime.skills import Script, SkillSet, UnusableScript, bundled_skills
 from plancontracts.runtime.tool_process import (
     ProcessEnd,
@@ -219,25 +219,45 @@ def default_data_root() -> Path:
 
 
 def merge_patch(state: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    """Merge `patch` into `state` in place: objects merge, arrays replace, null deletes."""
-    for key, value in patch.items():
-        if value is None:
-            state.pop(key, None)
-        elif isinstance(value, dict):
-            current = state.get(key)
-            if not isinstance(current, dict):
-                current = state[key] = {}
-            merge_patch(current, value)
-        else:
-            state[key] = _copy(value)
+    """Merge `patch` into `state` in place: objects merge, arrays replace, null deletes.
+
+    Values are JSON values (dicts, lists and scalars); they may nest as deep as
+    the parser allows, so nothing here recurses.
+    """
+    pending: list[tuple[dict[str, Any], Mapping[str, Any]]] = [(state, patch)]
+    while pending:
+        target, source = pending.pop()
+        for key, value in source.items():
+            if value is None:
+                target.pop(key, None)
+            elif isinstance(value, dict):
+                current = target.get(key)
+                if not isinstance(current, dict):
+                    current = target[key] = {}
+                pending.append((current, value))
+            else:
+                target[key] = _copy(value)
 
 
 def _copy(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    return value
+    """A deep copy of the JSON `value`, made without recursion."""
+    if not isinstance(value, list | dict):
+        return value
+    top: Any = [] if isinstance(value, list) else {}
+    pending: list[tuple[Any, Any]] = [(value, top)]
+    while pending:
+        source, target = pending.pop()
+        pairs = enumerate(source) if isinstance(source, list) else source.items()
+        for key, item in pairs:
+            if isinstance(item, list | dict):
+                copied: Any = [] if isinstance(item, list) else {}
+                pending.append((item, copied))
+                item = copied
+            if isinstance(target, list):
+                target.append(item)
+            else:
+                target[key] = item
+    return top
 
 
 class _Rejected(Exception):
@@ -673,6 +693,9 @@ class _Sink:
             checked: ToolEvent = convert("tool-event", msgspec.to_builtins(event))
         except ContractError as error:
             raise self._violate("invalid_event", _listed(error)) from None
+        except RecursionError:
+            # A value built in Python can nest deeper than any line the parser takes.
+            raise self._violate("invalid_event", TOO_DEEP) from None
         self._keep(checked)
 
     def _keep(self, event: ToolEvent) -> None:

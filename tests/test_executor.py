@@ -343,6 +343,47 @@ def test_merging_a_patch_sets_its_keys_and_keeps_the_rest(
     assert again == merged
 
 
+def nested(kind: type[list[Any]] | type[dict[str, Any]], depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if kind is list else {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_merging_does_not_recurse_however_deep_the_patch(kind: type[Any]) -> None:
+    # Far deeper than any parser allows: the walk must not use Python's stack.
+    state: dict[str, Any] = {"deep": nested(dict, 50_000), "kept": True}
+    patch = {"deep": nested(kind, 50_000)}
+    merge_patch(state, patch)
+    value, depth = state["deep"], 0
+    while value != 1:
+        assert isinstance(value, kind)
+        value = value[0] if kind is list else value["a"]
+        depth += 1
+    assert depth == 50_000
+    assert state["kept"] is True
+    # Values are copied, not shared with the patch.
+    patch["deep"] = None
+    assert state["deep"] is not None
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_a_function_s_patch_too_deep_to_check_fails_its_tool_saying_so(kind: type[Any]) -> None:
+    async def deep(request: ToolRequest, emit: EmitEvent) -> None:
+        emit(StatePatchEvent(version="0", patch={"deep": nested(kind, 5_000)}))
+
+    result = execute(plan_of(call("d")), {"test/work": deep})
+    (trace,) = result.tool_results
+    assert trace.error is not None
+    assert (trace.state, trace.error.category, trace.error.code) == (
+        "failed",
+        "invalid_json",
+        "invalid_event",
+    )
+    assert trace.error.message.startswith("arrays and objects nest too deeply")
+
+
 # Random DAGs ------------------------------------------------------------------------
 
 
