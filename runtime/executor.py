@@ -59,6 +59,7 @@ from plancontracts.generated.tool_plans import (
 )
 from plancontracts.runtime.errors import ContractError
 from plancontracts.runtime.jsontext import TOO_DEEP, MalformedJSON, parse
+from plancontracts.runtime.script_io import fit_text, max_text_length
 from plancontracts.runtime.skills import Script, SkillSet, UnusableScript, bundled_skills
 from plancontracts.runtime.tool_process import (
     ProcessEnd,
@@ -98,6 +99,8 @@ _SCRIPT_ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 _encoder = msgspec.json.Encoder()
+_MESSAGE_LENGTH = max_text_length(ToolError, "message")
+_CODE_LENGTH = max_text_length(ToolError, "code")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -573,7 +576,9 @@ class _Execution:
                 return _failure(
                     "process_error", "not_started", f"the script did not start: {error}"
                 )
-        details = {"stderr": _fit(end.stderr_text())} if end.stderr else {}
+        # Not cut to a message's length: the end of standard error says why a
+        # script died, and the stream limit already bounds what was kept.
+        details = {"stderr": end.stderr_text()} if end.stderr else {}
         if deadline.cancelled_caught:
             return _failure("timeout", "tool_deadline", f"ran longer than {timeout:g} s", details)
         if end.violation is not None:
@@ -852,7 +857,7 @@ def _failure(
     message: str,
     details: dict[str, Any] | None = None,
 ) -> ToolError:
-    error = ToolError(category=category, code=code[:64], message=_fit(message))
+    error = ToolError(category=category, code=code[:_CODE_LENGTH], message=_fit(message))
     if details:
         error.details = details
     return error
@@ -897,4 +902,4 @@ def _listed(error: ContractError) -> str:
 
 
 def _fit(text: str) -> str:
-    return text if len(text) <= 4000 else text[:3997] + "..."
+    return fit_text(text, _MESSAGE_LENGTH)

@@ -30,6 +30,7 @@ from plancontracts.generated.tool_plans import (
 )
 from plancontracts.runtime.executor import Limits, execute_plan
 from plancontracts.runtime.skills import discover_skills
+from plancontracts.runtime.tool_process import ProcessEnd
 from plancontracts.runtime.validation import violations
 
 FAULTS = Path(__file__).parent / "fault_skills"
@@ -134,6 +135,29 @@ def test_a_crash_reports_its_signal_and_standard_error(tmp_path: Path) -> None:
     assert crash.error.message == "the script was killed by signal SIGSEGV"
     assert status.error.message == "the script exited with status 3"
     assert "something went wrong after done" in status.error.details["stderr"]
+
+
+def test_standard_error_keeps_its_end_where_the_reason_is(tmp_path: Path) -> None:
+    result = run(tmp_path, tool("t", "long_traceback"))
+    (trace,) = result.tool_results
+    assert (trace.error.category, trace.error.code) == ("process_error", "exit_status")
+    stderr = trace.error.details["stderr"]
+    assert stderr.endswith("ValueError: the reason is on the last line\n")
+    dropped = int(stderr.split()[0].lstrip("["))
+    assert stderr.startswith(f"[{dropped} earlier bytes dropped]\n")
+    # What was kept and what was dropped add up to everything written.
+    kept = stderr.split("\n", 1)[1].encode()
+    assert len(kept) <= Limits().max_stderr_bytes
+    assert "déjà vu, line 0999" in stderr
+    assert "line 0000" not in stderr
+    assert "\ufffd" not in stderr
+
+
+def test_a_character_split_by_the_stderr_limit_is_dropped_whole() -> None:
+    euro = "€".encode()  # three bytes
+    end = ProcessEnd(stderr=bytearray(euro[1:] + b"ok"), stderr_dropped=7)
+    assert end.stderr_text() == "[9 earlier bytes dropped]\nok"
+    assert ProcessEnd(stderr=bytearray(euro)).stderr_text() == "€"
 
 
 def test_sigterm_is_followed_by_sigkill_after_the_grace(tmp_path: Path) -> None:
