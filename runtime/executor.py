@@ -30,6 +30,7 @@ import heapq
 import math
 import os
 import signal
+import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -270,6 +271,40 @@ class _Rejected(Exception):
         self.error = ToolError(category=category, code=code, message=_fit(message), details=details)
 
 
+@dataclass(frozen=True, slots=True)
+class _Asset:
+    """A registered asset and the identity of its file when it was registered."""
+
+    reference: AssetReference
+    device: int
+    inode: int
+
+    def swapped(self) -> bool:
+        """Whether its path no longer leads, through no symbolic link, to that same regular file."""
+        path = self.reference.path
+        # The path was resolved at registration: one that resolves elsewhere now
+        # has a link on its way, in a folder swapped for a link included.
+        return os.path.realpath(path) != path or _identity(path) != (self.device, self.inode)
+
+    def refusal(self) -> ToolError:
+        reference = self.reference
+        return _failure(
+            "invalid_json",
+            "asset_swapped",
+            f"asset {reference.asset_id!r}: {reference.path} was replaced after it was "
+            "registered (by another file, or a link on its path), so it is not reported",
+        )
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the regular file at `path` itself, or None for anything else."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
+
+
 @dataclass(slots=True)
 class _Run:
     """What is known about one tool of the plan, updated as it runs."""
@@ -288,7 +323,9 @@ class _Run:
     error: ToolError | None = None
     output: dict[str, Any] | None = None
     patches: list[dict[str, Any]] = field(default_factory=list)
-    assets: list[AssetReference] = field(default_factory=list)
+    "The state patches of its successful attempt."
+    assets: list[_Asset] = field(default_factory=list)
+    "The assets of its successful attempt."
 
     @property
     def settled(self) -> bool:
@@ -625,6 +662,13 @@ class _Execution:
     # The result -----------------------------------------------------------------------
 
     def _result(self, error: ToolError | None = None) -> ExecutionResult:
+        for run in self.runs:
+            # A later tool, or a process a script left behind, may have swapped an
+            # asset's file since its attempt ended: the tool that registered it fails.
+            swapped = next((asset for asset in run.assets if asset.swapped()), None)
+            if swapped is not None:
+                run.state, run.error = "failed", swapped.refusal()
+                self.finished.append(run.index)
         state: dict[str, Any] = {}
         assets: list[AssetReference] = []
         for index in self.order if self.runs else ():
@@ -632,7 +676,7 @@ class _Execution:
             if run.state == "success":
                 for patch in run.patches:
                     merge_patch(state, patch)
-                assets.extend(run.assets)
+                assets.extend(asset.reference for asset in run.assets)
         failed = [self.runs[index] for index in self.finished]
         disabled = list(self.plan.disabled_skills)
         for run in failed:
@@ -671,7 +715,7 @@ class _Sink:
         self.done: DoneEvent | None = None
         self.last_error: ErrorEvent | None = None
         self.patches: list[dict[str, Any]] = []
-        self.assets: list[AssetReference] = []
+        self.assets: list[_Asset] = []
         self.violation: ProtocolViolation | None = None
         self.handler_error: Exception | None = None
 
@@ -743,19 +787,19 @@ class _Sink:
                 "asset_outside_folder",
                 f"asset {event.asset_id!r}: {event.path} is outside the folders assets may use",
             )
-        if not path.is_file():
+        identity = _identity(str(path))
+        if identity is None:
             raise self._violate(
                 "asset_missing", f"asset {event.asset_id!r}: {event.path} is not a file"
             )
-        self.assets.append(
-            AssetReference(
-                asset_id=event.asset_id,
-                kind=event.kind,
-                media_type=event.media_type,
-                path=str(path),
-                tool_id=self.run.call.tool_id,
-            )
+        reference = AssetReference(
+            asset_id=event.asset_id,
+            kind=event.kind,
+            media_type=event.media_type,
+            path=str(path),
+            tool_id=self.run.call.tool_id,
         )
+        self.assets.append(_Asset(reference, *identity))
 
     def _violate(self, code: str, message: str) -> ProtocolViolation:
         self.violation = ProtocolViolation(code, _fit(message))
@@ -769,6 +813,9 @@ class _Sink:
             else:
                 code, message = "failed", self.done.summary or "the tool reported failure"
             return _failure("tool_failure", code, message, details)
+        for asset in self.assets:
+            if asset.swapped():
+                return asset.refusal()
         output: dict[str, Any] = {}
         if self.done is not None and self.done.summary:
             output["summary"] = self.done.summary

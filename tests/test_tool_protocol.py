@@ -22,13 +22,15 @@ import pytest
 import trio
 
 from plancontracts.generated.tool_plans import (
+    AssetEvent,
     ExecutionResult,
     Plan,
     RetryPolicy,
     ToolInvocation,
+    ToolRequest,
     UiEvent,
 )
-from plancontracts.runtime.executor import Limits, execute_plan
+from plancontracts.runtime.executor import EmitEvent, Limits, execute_plan
 from plancontracts.runtime.skills import discover_skills
 from plancontracts.runtime.tool_process import ProcessEnd
 from plancontracts.runtime.validation import violations
@@ -285,6 +287,76 @@ def test_assets_inside_the_data_folder_are_registered(tmp_path: Path) -> None:
     (asset,) = result.aggregated_assets
     assert (asset.asset_id, asset.tool_id) == ("map", "draw")
     assert Path(asset.path) == (tmp_path / "faults" / "map.txt").resolve()
+
+
+def test_an_asset_swapped_before_its_script_exits_is_refused(tmp_path: Path) -> None:
+    draw = tool("draw", "asset_swap", input={"register": "maps/map.txt", "swapAfterDone": True})
+    result = run(tmp_path, draw)
+    (trace,) = result.tool_results
+    assert trace.state == "failed"
+    # Registered first (the script waits a second), then swapped: asset_swapped.
+    # Should the executor read the event only after the swap, the link is
+    # refused at registration instead; either way nothing points outside.
+    assert trace.error.code in ("asset_swapped", "asset_outside_folder")
+    assert result.aggregated_assets == []
+    assert "/etc/passwd" not in msgspec.json.encode(result).decode()
+
+
+@pytest.mark.parametrize("how", ["symlink", "file", "folder"])
+def test_an_asset_swapped_by_a_later_tool_fails_the_tool_that_registered_it(
+    tmp_path: Path, how: str
+) -> None:
+    result = run(
+        tmp_path,
+        tool("draw", "asset_swap", input={"register": "maps/map.txt"}),
+        tool(
+            "swap", "asset_swap", input={"swap": "maps/map.txt", "how": how}, dependencies=["draw"]
+        ),
+    )
+    draw, swap = result.tool_results
+    assert swap.state == "success"
+    assert (draw.state, draw.error.category, draw.error.code) == (
+        "failed",
+        "invalid_json",
+        "asset_swapped",
+    )
+    assert draw.error.message == (
+        f"asset 'map': {tmp_path.resolve() / 'faults' / 'maps' / 'map.txt'} was replaced "
+        "after it was registered (by another file, or a link on its path), so it is not reported"
+    )
+    assert draw.output is msgspec.UNSET
+    assert result.aggregated_assets == []
+    assert (result.success, result.failed_tools, result.disabled_skills) == (
+        False,
+        ["draw"],
+        ["faults"],
+    )
+
+
+def test_an_asset_swapped_by_its_function_is_refused(tmp_path: Path) -> None:
+    async def draw(request: ToolRequest, emit: EmitEvent) -> None:
+        (tmp_path / "map.txt").write_text("a map")
+        emit(AssetEvent(version="0", asset_id="map", kind="map", media_type="text/plain",
+                        path="map.txt"))  # fmt: skip
+        (tmp_path / "link").symlink_to("/etc/passwd")
+        (tmp_path / "link").replace(tmp_path / "map.txt")
+
+    call = ToolInvocation(
+        tool_id="draw", tool_path="test/draw", retry_policy=RetryPolicy(max_retries=0)
+    )
+    plan = Plan(request_id=str(uuid.uuid4()), tools=[call])
+    result = trio.run(
+        partial(
+            execute_plan,
+            plan,
+            skills=discover_skills([]),
+            functions={"test/draw": draw},
+            asset_folders=[tmp_path],
+        )
+    )
+    (trace,) = result.tool_results
+    assert (trace.state, trace.error.code) == ("failed", "asset_swapped")
+    assert result.aggregated_assets == []
 
 
 def test_outside_cancellation_leaves_no_process(tmp_path: Path) -> None:
