@@ -44,8 +44,10 @@ from plancontracts.generated.tool_plans import (
     AssetEvent,
     AssetReference,
     DoneEvent,
+    DroppedEvents,
     ErrorEvent,
     ExecutionResult,
+    LogEvent,
     Plan,
     RelativePath,
     RetryPolicy,
@@ -121,9 +123,16 @@ class Limits:
     "Most events one attempt may emit; one more breaks the protocol."
     max_stderr_bytes: int = 16 << 10
     "How much of a script's standard error is kept (the end of it) for the report."
+    max_kept_event_bytes: int = 16 << 20
+    """Most bytes of events one plan keeps in its trace, all tools and attempts
+    together, each event counted as its JSON line. `log` and `ui_event` events
+    may fill half of it; past that they are counted, not kept. Other events
+    are always kept; one that does not fit fails its attempt."""
 
     def __post_init__(self) -> None:
-        for name in ("max_concurrency", "max_line_bytes", "max_events", "max_stderr_bytes"):
+        names = ("max_concurrency", "max_line_bytes", "max_events", "max_stderr_bytes",
+                 "max_kept_event_bytes")  # fmt: skip
+        for name in names:
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
         for name in ("tool_timeout", "plan_timeout"):
@@ -271,6 +280,40 @@ class _Rejected(Exception):
         self.error = ToolError(category=category, code=code, message=_fit(message), details=details)
 
 
+@dataclass(slots=True)
+class _EventBudget:
+    """The bytes of events one plan keeps (see `Limits.max_kept_event_bytes`).
+
+    Events that only inform (`log`, `ui_event`) get half: once one does not
+    fit, none is kept any more, so a trace keeps a plan's first notices, not
+    a random few. Every other event carries state, an asset or a verdict and
+    may use the whole budget, half of which is left for them whatever the
+    notices took.
+    """
+
+    limit: int
+    kept: int = 0
+    notices: int = 0
+    notices_closed: bool = False
+
+    def keep_notice(self, size: int) -> bool:
+        """Whether a `log` or `ui_event` of `size` bytes is kept; counted in if it is."""
+        fits = self.notices + size <= self.limit // 2 and self.kept + size <= self.limit
+        if self.notices_closed or not fits:
+            self.notices_closed = True
+            return False
+        self.notices += size
+        self.kept += size
+        return True
+
+    def keep(self, size: int) -> bool:
+        """Whether any other event of `size` bytes fits; counted in if it does."""
+        if self.kept + size > self.limit:
+            return False
+        self.kept += size
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class _Asset:
     """A registered asset and the identity of its file when it was registered."""
@@ -317,6 +360,9 @@ class _Run:
     dependents: list[int] = field(default_factory=list)
     state: Literal["pending", "running", "success", "failed", "timeout", "skipped"] = "pending"
     events: list[ToolEvent] = field(default_factory=list)
+    dropped: int = 0
+    "How many events, over all attempts, the budget left out of `events`."
+    dropped_bytes: int = 0
     retries: int = 0
     started: float | None = None
     elapsed: float = 0.0
@@ -360,6 +406,7 @@ class _Execution:
         self.finished: list[int] = []
         self.started = 0.0
         self.deadline = math.inf
+        self.budget = _EventBudget(self.limits.max_kept_event_bytes)
 
     async def run(self) -> ExecutionResult:
         self.started = trio.current_time()
@@ -732,7 +779,7 @@ class _Sink:
             raise self._violate("malformed_line", f"{where}: {error}") from None
         except ContractError as error:
             raise self._violate("invalid_event", f"{where}: {_listed(error)}") from None
-        self._keep(event)
+        self._keep(event, len(raw))
 
     def accept(self, event: ToolEvent) -> None:
         """Take an event from an in-process tool; checked as if it were a line of output."""
@@ -745,16 +792,31 @@ class _Sink:
         except RecursionError:
             # A value built in Python can nest deeper than any line the parser takes.
             raise self._violate("invalid_event", TOO_DEEP) from None
-        self._keep(checked)
+        self._keep(checked, len(_encoder.encode(checked)))
 
-    def _keep(self, event: ToolEvent) -> None:
-        if self.count >= self.execution.limits.max_events:
+    def _keep(self, event: ToolEvent, size: int) -> None:
+        """Keep `event` (`size` bytes as a JSON line) in the trace, or count it as dropped."""
+        limits, budget = self.execution.limits, self.execution.budget
+        if self.count >= limits.max_events:
             raise self._violate(
-                "too_many_events",
-                f"more than {self.execution.limits.max_events} events in one attempt",
+                "too_many_events", f"more than {limits.max_events} events in one attempt"
             )
         self.count += 1
-        self.run.events.append(event)
+        if isinstance(event, LogEvent | UiEvent):
+            if budget.keep_notice(size):
+                self.run.events.append(event)
+            else:
+                self.run.dropped += 1
+                self.run.dropped_bytes += size
+        elif budget.keep(size):
+            self.run.events.append(event)
+        else:
+            raise self._violate(
+                "too_many_event_bytes",
+                f"a {type(event).__struct_config__.tag} event of {size} bytes does not fit in "
+                f"what is left ({budget.limit - budget.kept} bytes) of the plan's "
+                f"{budget.limit} bytes for kept events",
+            )
         if isinstance(event, StatePatchEvent):
             self.patches.append(event.patch)
         elif isinstance(event, AssetEvent):
@@ -887,6 +949,8 @@ def _tool_result(run: _Run) -> ToolResult:
         execution_time_ms=_milliseconds(run.elapsed),
         retry_count=run.retries,
     )
+    if run.dropped:
+        result.dropped_events = DroppedEvents(count=run.dropped, bytes=run.dropped_bytes)
     if run.output is not None and run.state == "success":
         result.output = run.output
     if run.error is not None and run.state in ("failed", "timeout"):

@@ -220,3 +220,33 @@ def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
     assert done.returncode == (0 if len(passed) == len(edges) else 1)
     assert set(result["aggregatedState"]) == passed
     assert {f"d{deepest[kind] - 2}" for kind in deepest} <= passed
+
+
+def test_the_event_budget_bounds_the_trace_and_says_what_it_dropped(tmp_path: Path) -> None:
+    # 2 attempts of 100 ui_events of 100 KB: 20 MB written; notices may keep 8 MiB.
+    chatty = {"count": 100, "bytes": 100_000, "type": "ui_event", "ok": False}
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [
+            {
+                "toolId": "chatty",
+                "toolPath": "skills/faults/chatty.py",
+                "input": chatty,
+                "retryPolicy": {"maxRetries": 1, "backoffMs": 1},
+            }
+        ],
+    }
+    kept = (8 << 20) // 100_000
+    dropped = 200 - kept
+    done = execute(tmp_path, plan, "--skills", str(FAULTS))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[2] == (
+        f"    {dropped} log and ui_event events ({dropped * 100_000} bytes) not kept: "
+        "the plan's budget for kept events was spent"
+    )
+    done = execute(tmp_path, plan, "--skills", str(FAULTS), "--json")
+    assert done.returncode == 1, done.stderr
+    assert len(done.stdout) < 9 << 20
+    (trace,) = json.loads(done.stdout)["toolResults"]
+    assert trace["droppedEvents"] == {"count": dropped, "bytes": dropped * 100_000}
+    assert len(trace["events"]) == kept + 2

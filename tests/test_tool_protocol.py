@@ -118,6 +118,25 @@ def test_each_fault_has_its_outcome_and_leaves_nothing(tmp_path: Path, script: s
     assert_nothing_left(tmp_path)
 
 
+def test_notices_past_the_plan_s_budget_are_counted_not_kept(tmp_path: Path) -> None:
+    # 2 attempts x 50 ui_events of 1,000 bytes; notices may fill half of 20,000.
+    chatty = {"count": 50, "bytes": 1000, "type": "ui_event", "ok": False}
+    seen: list[UiEvent] = []
+    result = run(
+        tmp_path,
+        tool("t", "chatty", input=chatty, retry_policy=RetryPolicy(max_retries=1, backoff_ms=1)),
+        limits=Limits(shutdown_grace=GRACE, plan_timeout=20, max_kept_event_bytes=20_000),
+        on_ui_event=lambda tool_id, event: seen.append(event),
+    )
+    (trace,) = result.tool_results
+    kinds = [type(event).__name__ for event in trace.events]
+    # The first ten notices are kept; then none, in either attempt. Both done events are kept.
+    assert kinds == ["UiEvent"] * 10 + ["DoneEvent", "DoneEvent"]
+    assert (trace.dropped_events.count, trace.dropped_events.bytes) == (90, 90_000)
+    assert (trace.error.code, trace.retry_count) == ("failed", 1)
+    assert len(seen) == 100  # dropped from the trace, still delivered
+
+
 def test_messages_name_the_line_and_the_problem(tmp_path: Path) -> None:
     result = run(
         tmp_path,
