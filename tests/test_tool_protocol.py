@@ -7,12 +7,15 @@ table afterwards: nothing may be left running.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+from commands import _WITHOUT_A_MODEL
 
 from plancontracts.generated.tool_plans import (
     AssetEvent,
@@ -62,8 +66,9 @@ def run(
     return result
 
 
-def started_pids(tmp_path: Path) -> list[int]:
-    pids = tmp_path / "faults" / "pids"
+def started_pids(data: Path, skill: str = "faults") -> list[int]:
+    """The processes the scripts of `skill` noted in its folder of the data root `data`."""
+    pids = data / skill / "pids"
     return [int(line) for line in pids.read_text().split()] if pids.exists() else []
 
 
@@ -76,8 +81,8 @@ def running(pid: int) -> bool:
     return stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
 
 
-def assert_nothing_left(tmp_path: Path) -> None:
-    pids = started_pids(tmp_path)
+def assert_nothing_left(data: Path, skill: str = "faults") -> None:
+    pids = started_pids(data, skill)
     assert pids, "the script never started"
     assert [pid for pid in pids if running(pid)] == []
 
@@ -399,7 +404,41 @@ def test_outside_cancellation_leaves_no_process(tmp_path: Path) -> None:
     assert_nothing_left(tmp_path)
 
 
-def test_ctrl_c_on_the_cli_leaves_no_process(tmp_path: Path) -> None:
+PATIENCE = 120.0
+"Seconds a command may take to start, or to stop, on a busy machine; no test claims a speed."
+STOPS = {
+    signal.SIGTERM: b"plancontracts: stopped by SIGTERM\n",
+    signal.SIGHUP: b"plancontracts: stopped by SIGHUP\n",
+    signal.SIGINT: b"plancontracts: interrupted\n",
+}
+
+
+def stop_once_started(
+    cli: subprocess.Popen[bytes], signum: int, started: Callable[[], object]
+) -> bytes:
+    """Send `signum` once `started()` is true; the command's standard error once it ended."""
+    deadline = time.monotonic() + PATIENCE
+    while not started() and cli.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    cli.send_signal(signum)
+    try:
+        _, err = cli.communicate(timeout=PATIENCE)
+    except subprocess.TimeoutExpired:
+        cli.kill()
+        cli.communicate()
+        raise
+    return err
+
+
+def assert_stopped_cleanly(cli: subprocess.Popen[bytes], signum: int, err: bytes) -> None:
+    assert cli.returncode == 128 + signum, err
+    assert err.endswith(STOPS[signum])
+    assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("signum", list(STOPS))
+def test_a_stop_signal_to_execute_leaves_no_process(tmp_path: Path, signum: int) -> None:
     plan = tmp_path / "plan.json"
     plan.write_bytes(
         msgspec.json.encode(
@@ -409,16 +448,76 @@ def test_ctrl_c_on_the_cli_leaves_no_process(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "plancontracts", "execute", str(plan), "--skills", str(FAULTS)]
     command += ["--data", str(tmp_path), "--grace", str(GRACE)]
     cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 20
-    while not started_pids(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    cli.send_signal(signal.SIGINT)
-    _, err = cli.communicate(timeout=30)
-    assert cli.returncode == 130, err
-    assert b"interrupted" in err
-    assert b"Traceback" not in err
+    err = stop_once_started(cli, signum, lambda: started_pids(tmp_path))
+    assert_stopped_cleanly(cli, signum, err)
     assert_nothing_left(tmp_path)
+
+
+def hanging_torch(folder: Path) -> Path:
+    """A skills folder whose torch lighter ignores SIGTERM and hangs, as `ignore_term` does."""
+    skill = folder / "torch-lighter"
+    skill.mkdir(parents=True)
+    manifest = {
+        "name": "torch-lighter",
+        "version": "1.0.0",
+        "description": "A torch that never lights and will not stop.",
+        "scripts": [{"name": "light", "path": "light.py", "timeout": 300_000}],
+    }
+    (skill / "skill.json").write_text(json.dumps(manifest))
+    shutil.copy(FAULTS / "faults" / "ignore_term.py", skill / "light.py")
+    shutil.copy(FAULTS / "faults" / "_fault.py", skill)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("signum", "turn"),
+    [(signum, "plan --execute") for signum in STOPS] + [(signal.SIGTERM, "play")],
+)
+def test_a_stop_signal_to_a_turn_leaves_no_process(tmp_path: Path, signum: int, turn: str) -> None:
+    # Planned by the patterns (the packaged model hidden): the torch lighter runs.
+    skills, data = hanging_torch(tmp_path / "skills"), tmp_path / "data"
+    arguments = ["--skills", str(skills), "--data", str(data)]
+    if turn == "play":
+        arguments = ["play", *arguments]
+    else:
+        arguments = ["plan", "--execute", "I light the torch", *arguments]
+    cli = subprocess.Popen(
+        [sys.executable, "-c", _WITHOUT_A_MODEL, *arguments],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert cli.stdin is not None
+    if turn == "play":
+        cli.stdin.write(b"I light the torch\n")
+        cli.stdin.flush()
+    err = stop_once_started(cli, signum, lambda: started_pids(data, "torch-lighter"))
+    assert_stopped_cleanly(cli, signum, err)
+    assert_nothing_left(data, "torch-lighter")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(signum: int) -> None:
+    inputs = ["I light the torch", "I examine the iron door", "I roll 2d6", "I look around"]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "plancontracts", "plan", "--model", "gemma3-270m", *inputs],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert cli.stderr is not None
+    said: list[bytes] = []
+    # The model writes its first plan right after it is loaded.
+    while not said or not (said[-1].startswith(b"model: loaded") or said[-1] == b""):
+        said.append(cli.stderr.readline())
+    cli.send_signal(signum)
+    try:
+        _, err = cli.communicate(timeout=PATIENCE)
+    except subprocess.TimeoutExpired:
+        cli.kill()
+        cli.communicate()
+        raise
+    # Not a crash of llama.cpp's teardown (SIGSEGV, SIGABRT) under the stopped generation.
+    assert_stopped_cleanly(cli, signum, b"".join(said) + err)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
