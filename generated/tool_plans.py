@@ -8,6 +8,15 @@ from typing import Annotated, Any, Literal, TypeAlias
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 
+class DroppedEvents(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The `log` and `ui_event` events of one tool, over all its attempts, left out of its trace because the plan's budget for kept events was spent. Decision: a plan keeps a bounded number of event bytes, so that its memory and its result stay bounded however much its tools write; only events that inform are dropped (a `ui_event` still reaches the caller's handler as it arrives), while `state_patch`, `asset`, `error` and `done` events are always kept or, when even they do not fit, fail their attempt."""
+
+    count: Annotated[int, Meta(ge=1)]
+    "How many events were dropped."
+    bytes: Annotated[int, Meta(ge=1)]
+    "Their total size in bytes, as JSON lines without the newline."
+
+
 class RetryPolicy(Struct, forbid_unknown_fields=True, kw_only=True):
     """Retries after a failure, with exponential backoff: the wait before retry n is `backoffMs * 2^(n-1)` milliseconds."""
 
@@ -343,13 +352,15 @@ class ToolResult(Struct, forbid_unknown_fields=True, kw_only=True):
     state: Literal["success", "failed", "skipped", "timeout"]
     "How the tool ended: `success`; `failed` after its last retry; `skipped` because a required dependency failed or the plan was stopped first; `timeout` when it ran past its deadline."
     events: list[ToolEvent]
-    "Every event the tool emitted, in order, across all its attempts."
+    "Every event the tool emitted, in order, across all its attempts, except the `log` and `ui_event` events dropped once the plan's budget for kept events was spent (counted in `droppedEvents`)."
     execution_time_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionTimeMs")
     "Time the tool spent running, retries and waits included, in milliseconds."
     retry_count: Annotated[int, Meta(ge=0, le=10)] = field(name="retryCount")
     "How many retries were made after the first attempt."
     output: dict[str, Any] | UnsetType = UNSET
     "What the tool produced: its `done` summary and the state it patched."
+    dropped_events: DroppedEvents | UnsetType = field(default=UNSET, name="droppedEvents")
+    "What this tool emitted that `events` does not keep. Absent when nothing was dropped."
     error: ToolError | UnsetType = UNSET
     "Why the tool did not succeed. Absent on success."
 

@@ -3,7 +3,9 @@
 Exit status: 0 when everything checked is valid, 1 when a document is invalid
 or cannot be read, 2 when the command line itself is wrong. `execute` exits 0
 when the plan succeeds, 1 when it fails, 2 when it is rejected before any
-tool runs. An interrupted command (Ctrl-C) exits 130.
+tool runs. An interrupted command (Ctrl-C) exits 130; one stopped by SIGTERM
+or SIGHUP exits 128 + the signal's number. Either way every script is stopped
+first.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -53,13 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        status: int = args.run(args, sys.stdout)
+        with _stops.installed():
+            status: int = args.run(args, sys.stdout)
         return status
     except (UsageError, UnknownContractError) as error:
         parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
     except KeyboardInterrupt:
-        sys.stderr.write("plancontracts: interrupted\n")
-        return 130
+        return _stopped("interrupted", 130)
+    except Stopped as stop:
+        return _stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
     except BrokenPipeError:
         # The reader went away (`| head`). Point stdout at /dev/null so the
         # final flush at exit cannot fail again, and report the cut short output.
@@ -709,17 +714,127 @@ def _turn(
     return offered
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived: the command stops, as Ctrl-C stops it.
+
+    A BaseException, as KeyboardInterrupt is, so that no `except Exception`
+    on the way takes it for an error to handle.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stopped(why: str, status: int) -> int:
+    """Say why the command stopped and return `status`, or exit with it at once.
+
+    Every script is stopped by now. A model generation cut short may still run
+    in its thread until its next token, seconds away while it reads a prompt;
+    the interpreter's teardown would free llama.cpp under it and crash, so
+    then the process exits here, without that teardown.
+    """
+    from plancontracts.runtime.generation import generating
+
+    with suppress(OSError):  # after SIGHUP, the terminal may be gone
+        sys.stderr.write(f"plancontracts: {why}\n")
+    if generating():
+        with suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+class _StopSignals:
+    """SIGTERM and SIGHUP as `Stopped`: raised at once in plain code, held while trio runs.
+
+    Inside trio, `_run_trio`'s signal receiver takes them and cancels the
+    work; a signal that comes just before the receiver opens or just after it
+    closes is held here and raised once trio has returned, because raising
+    it in the middle of trio's own machinery would break it.
+    """
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.held: int | None = None
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = {signum: signal.signal(signum, self._handle) for signum in _STOP_SIGNALS[1:]}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if not self.holding:
+            raise Stopped(signum)
+        if self.held is None:
+            self.held = signum
+
+
+_stops = _StopSignals()
+
+
 def _run_trio(function: Any) -> Any:
+    """Run the async `function` with trio and return what it returns.
+
+    SIGINT, SIGTERM and SIGHUP cancel it: every script's process group is
+    stopped (SIGTERM, the grace, then SIGKILL) and a worker thread's model
+    generation is told to stop; then KeyboardInterrupt (for SIGINT) or
+    `Stopped` is raised.
+    """
     import trio
 
+    caught: list[int] = []
+
+    async def guarded() -> Any:
+        with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
+            work = trio.CancelScope()
+            if _stops.held is not None:  # it came before the receiver was open
+                work.cancel()
+
+            async def watch() -> None:
+                # Signals that come while the work stops are taken here too,
+                # so that none interrupts the stopping.
+                async for signum in signals:
+                    caught.append(signum)
+                    work.cancel()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                with work:
+                    outcome = await function()
+                nursery.cancel_scope.cancel()
+        return None if work.cancelled_caught else outcome
+
+    _stops.holding = True
     try:
-        return trio.run(function)
+        outcome = trio.run(guarded)
     except BaseExceptionGroup as group:
-        # trio reports Ctrl-C from inside its nurseries as a group; it is still Ctrl-C.
+        # The nurseries inside are a detail: Ctrl-C reported from inside them,
+        # or one exception, is raised as itself.
         _, rest = group.split(KeyboardInterrupt)
         if rest is None:
             raise KeyboardInterrupt from None
-        raise
+        error: BaseException = group
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
+        raise error from None
+    finally:
+        _stops.holding = False
+    held, _stops.held = _stops.held, None
+    first = caught[0] if caught else held
+    if first == signal.SIGINT:
+        raise KeyboardInterrupt
+    if first is not None:
+        raise Stopped(first)
+    return outcome
 
 
 # think --------------------------------------------------------------------------

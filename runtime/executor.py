@@ -30,6 +30,7 @@ import heapq
 import math
 import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -44,8 +45,10 @@ from plancontracts.generated.tool_plans import (
     AssetEvent,
     AssetReference,
     DoneEvent,
+    DroppedEvents,
     ErrorEvent,
     ExecutionResult,
+    LogEvent,
     Plan,
     RelativePath,
     RetryPolicy,
@@ -59,7 +62,8 @@ from plancontracts.generated.tool_plans import (
     UiEvent,
 )
 from plancontracts.runtime.errors import ContractError
-from plancontracts.runtime.jsontext import MalformedJSON, parse
+from plancontracts.runtime.jsontext import TOO_DEEP, MalformedJSON, parse
+from plancontracts.runtime.script_io import fit_text, max_text_length
 from plancontracts.runtime.skills import Script, SkillSet, UnusableScript, bundled_skills
 from plancontracts.runtime.tool_process import (
     ProcessEnd,
@@ -99,6 +103,8 @@ _SCRIPT_ENVIRONMENT = {
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 _encoder = msgspec.json.Encoder()
+_MESSAGE_LENGTH = max_text_length(ToolError, "message")
+_CODE_LENGTH = max_text_length(ToolError, "code")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,9 +124,16 @@ class Limits:
     "Most events one attempt may emit; one more breaks the protocol."
     max_stderr_bytes: int = 16 << 10
     "How much of a script's standard error is kept (the end of it) for the report."
+    max_kept_event_bytes: int = 16 << 20
+    """Most bytes of events one plan keeps in its trace, all tools and attempts
+    together, each event counted as its JSON line. `log` and `ui_event` events
+    may fill half of it; past that they are counted, not kept. Other events
+    are always kept; one that does not fit fails its attempt."""
 
     def __post_init__(self) -> None:
-        for name in ("max_concurrency", "max_line_bytes", "max_events", "max_stderr_bytes"):
+        names = ("max_concurrency", "max_line_bytes", "max_events", "max_stderr_bytes",
+                 "max_kept_event_bytes")  # fmt: skip
+        for name in names:
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
         for name in ("tool_timeout", "plan_timeout"):
@@ -220,25 +233,45 @@ def default_data_root() -> Path:
 
 
 def merge_patch(state: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    """Merge `patch` into `state` in place: objects merge, arrays replace, null deletes."""
-    for key, value in patch.items():
-        if value is None:
-            state.pop(key, None)
-        elif isinstance(value, dict):
-            current = state.get(key)
-            if not isinstance(current, dict):
-                current = state[key] = {}
-            merge_patch(current, value)
-        else:
-            state[key] = _copy(value)
+    """Merge `patch` into `state` in place: objects merge, arrays replace, null deletes.
+
+    Values are JSON values (dicts, lists and scalars); they may nest as deep as
+    the parser allows, so nothing here recurses.
+    """
+    pending: list[tuple[dict[str, Any], Mapping[str, Any]]] = [(state, patch)]
+    while pending:
+        target, source = pending.pop()
+        for key, value in source.items():
+            if value is None:
+                target.pop(key, None)
+            elif isinstance(value, dict):
+                current = target.get(key)
+                if not isinstance(current, dict):
+                    current = target[key] = {}
+                pending.append((current, value))
+            else:
+                target[key] = _copy(value)
 
 
 def _copy(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    return value
+    """A deep copy of the JSON `value`, made without recursion."""
+    if not isinstance(value, list | dict):
+        return value
+    top: Any = [] if isinstance(value, list) else {}
+    pending: list[tuple[Any, Any]] = [(value, top)]
+    while pending:
+        source, target = pending.pop()
+        pairs = enumerate(source) if isinstance(source, list) else source.items()
+        for key, item in pairs:
+            if isinstance(item, list | dict):
+                copied: Any = [] if isinstance(item, list) else {}
+                pending.append((item, copied))
+                item = copied
+            if isinstance(target, list):
+                target.append(item)
+            else:
+                target[key] = item
+    return top
 
 
 class _Rejected(Exception):
@@ -246,6 +279,74 @@ class _Rejected(Exception):
                  message: str, details: dict[str, Any]) -> None:  # fmt: skip
         super().__init__(message)
         self.error = ToolError(category=category, code=code, message=_fit(message), details=details)
+
+
+@dataclass(slots=True)
+class _EventBudget:
+    """The bytes of events one plan keeps (see `Limits.max_kept_event_bytes`).
+
+    Events that only inform (`log`, `ui_event`) get half: once one does not
+    fit, none is kept any more, so a trace keeps a plan's first notices, not
+    a random few. Every other event carries state, an asset or a verdict and
+    may use the whole budget, half of which is left for them whatever the
+    notices took.
+    """
+
+    limit: int
+    kept: int = 0
+    notices: int = 0
+    notices_closed: bool = False
+
+    def keep_notice(self, size: int) -> bool:
+        """Whether a `log` or `ui_event` of `size` bytes is kept; counted in if it is."""
+        fits = self.notices + size <= self.limit // 2 and self.kept + size <= self.limit
+        if self.notices_closed or not fits:
+            self.notices_closed = True
+            return False
+        self.notices += size
+        self.kept += size
+        return True
+
+    def keep(self, size: int) -> bool:
+        """Whether any other event of `size` bytes fits; counted in if it does."""
+        if self.kept + size > self.limit:
+            return False
+        self.kept += size
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Asset:
+    """A registered asset and the identity of its file when it was registered."""
+
+    reference: AssetReference
+    device: int
+    inode: int
+
+    def swapped(self) -> bool:
+        """Whether its path no longer leads, through no symbolic link, to that same regular file."""
+        path = self.reference.path
+        # The path was resolved at registration: one that resolves elsewhere now
+        # has a link on its way, in a folder swapped for a link included.
+        return os.path.realpath(path) != path or _identity(path) != (self.device, self.inode)
+
+    def refusal(self) -> ToolError:
+        reference = self.reference
+        return _failure(
+            "invalid_json",
+            "asset_swapped",
+            f"asset {reference.asset_id!r}: {reference.path} was replaced after it was "
+            "registered (by another file, or a link on its path), so it is not reported",
+        )
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the regular file at `path` itself, or None for anything else."""
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return (status.st_dev, status.st_ino) if stat.S_ISREG(status.st_mode) else None
 
 
 @dataclass(slots=True)
@@ -260,13 +361,18 @@ class _Run:
     dependents: list[int] = field(default_factory=list)
     state: Literal["pending", "running", "success", "failed", "timeout", "skipped"] = "pending"
     events: list[ToolEvent] = field(default_factory=list)
+    dropped: int = 0
+    "How many events, over all attempts, the budget left out of `events`."
+    dropped_bytes: int = 0
     retries: int = 0
     started: float | None = None
     elapsed: float = 0.0
     error: ToolError | None = None
     output: dict[str, Any] | None = None
     patches: list[dict[str, Any]] = field(default_factory=list)
-    assets: list[AssetReference] = field(default_factory=list)
+    "The state patches of its successful attempt."
+    assets: list[_Asset] = field(default_factory=list)
+    "The assets of its successful attempt."
 
     @property
     def settled(self) -> bool:
@@ -301,6 +407,7 @@ class _Execution:
         self.finished: list[int] = []
         self.started = 0.0
         self.deadline = math.inf
+        self.budget = _EventBudget(self.limits.max_kept_event_bytes)
 
     async def run(self) -> ExecutionResult:
         self.started = trio.current_time()
@@ -566,7 +673,9 @@ class _Execution:
                 return _failure(
                     "process_error", "not_started", f"the script did not start: {error}"
                 )
-        details = {"stderr": _fit(end.stderr_text())} if end.stderr else {}
+        # Not cut to a message's length: the end of standard error says why a
+        # script died, and the stream limit already bounds what was kept.
+        details = {"stderr": end.stderr_text()} if end.stderr else {}
         if deadline.cancelled_caught:
             return _failure("timeout", "tool_deadline", f"ran longer than {timeout:g} s", details)
         if end.violation is not None:
@@ -613,6 +722,13 @@ class _Execution:
     # The result -----------------------------------------------------------------------
 
     def _result(self, error: ToolError | None = None) -> ExecutionResult:
+        for run in self.runs:
+            # A later tool, or a process a script left behind, may have swapped an
+            # asset's file since its attempt ended: the tool that registered it fails.
+            swapped = next((asset for asset in run.assets if asset.swapped()), None)
+            if swapped is not None:
+                run.state, run.error = "failed", swapped.refusal()
+                self.finished.append(run.index)
         state: dict[str, Any] = {}
         assets: list[AssetReference] = []
         for index in self.order if self.runs else ():
@@ -620,7 +736,7 @@ class _Execution:
             if run.state == "success":
                 for patch in run.patches:
                     merge_patch(state, patch)
-                assets.extend(run.assets)
+                assets.extend(asset.reference for asset in run.assets)
         failed = [self.runs[index] for index in self.finished]
         disabled = list(self.plan.disabled_skills)
         for run in failed:
@@ -659,7 +775,7 @@ class _Sink:
         self.done: DoneEvent | None = None
         self.last_error: ErrorEvent | None = None
         self.patches: list[dict[str, Any]] = []
-        self.assets: list[AssetReference] = []
+        self.assets: list[_Asset] = []
         self.violation: ProtocolViolation | None = None
         self.handler_error: Exception | None = None
 
@@ -676,7 +792,7 @@ class _Sink:
             raise self._violate("malformed_line", f"{where}: {error}") from None
         except ContractError as error:
             raise self._violate("invalid_event", f"{where}: {_listed(error)}") from None
-        self._keep(event)
+        self._keep(event, len(raw))
 
     def accept(self, event: ToolEvent) -> None:
         """Take an event from an in-process tool; checked as if it were a line of output."""
@@ -686,16 +802,34 @@ class _Sink:
             checked: ToolEvent = convert("tool-event", msgspec.to_builtins(event))
         except ContractError as error:
             raise self._violate("invalid_event", _listed(error)) from None
-        self._keep(checked)
+        except RecursionError:
+            # A value built in Python can nest deeper than any line the parser takes.
+            raise self._violate("invalid_event", TOO_DEEP) from None
+        self._keep(checked, len(_encoder.encode(checked)))
 
-    def _keep(self, event: ToolEvent) -> None:
-        if self.count >= self.execution.limits.max_events:
+    def _keep(self, event: ToolEvent, size: int) -> None:
+        """Keep `event` (`size` bytes as a JSON line) in the trace, or count it as dropped."""
+        limits, budget = self.execution.limits, self.execution.budget
+        if self.count >= limits.max_events:
             raise self._violate(
-                "too_many_events",
-                f"more than {self.execution.limits.max_events} events in one attempt",
+                "too_many_events", f"more than {limits.max_events} events in one attempt"
             )
         self.count += 1
-        self.run.events.append(event)
+        if isinstance(event, LogEvent | UiEvent):
+            if budget.keep_notice(size):
+                self.run.events.append(event)
+            else:
+                self.run.dropped += 1
+                self.run.dropped_bytes += size
+        elif budget.keep(size):
+            self.run.events.append(event)
+        else:
+            raise self._violate(
+                "too_many_event_bytes",
+                f"a {type(event).__struct_config__.tag} event of {size} bytes does not fit in "
+                f"what is left ({budget.limit - budget.kept} bytes) of the plan's "
+                f"{budget.limit} bytes for kept events",
+            )
         if isinstance(event, StatePatchEvent):
             self.patches.append(event.patch)
         elif isinstance(event, AssetEvent):
@@ -728,19 +862,19 @@ class _Sink:
                 "asset_outside_folder",
                 f"asset {event.asset_id!r}: {event.path} is outside the folders assets may use",
             )
-        if not path.is_file():
+        identity = _identity(str(path))
+        if identity is None:
             raise self._violate(
                 "asset_missing", f"asset {event.asset_id!r}: {event.path} is not a file"
             )
-        self.assets.append(
-            AssetReference(
-                asset_id=event.asset_id,
-                kind=event.kind,
-                media_type=event.media_type,
-                path=str(path),
-                tool_id=self.run.call.tool_id,
-            )
+        reference = AssetReference(
+            asset_id=event.asset_id,
+            kind=event.kind,
+            media_type=event.media_type,
+            path=str(path),
+            tool_id=self.run.call.tool_id,
         )
+        self.assets.append(_Asset(reference, *identity))
 
     def _violate(self, code: str, message: str) -> ProtocolViolation:
         self.violation = ProtocolViolation(code, _fit(message))
@@ -754,6 +888,9 @@ class _Sink:
             else:
                 code, message = "failed", self.done.summary or "the tool reported failure"
             return _failure("tool_failure", code, message, details)
+        for asset in self.assets:
+            if asset.swapped():
+                return asset.refusal()
         output: dict[str, Any] = {}
         if self.done is not None and self.done.summary:
             output["summary"] = self.done.summary
@@ -825,6 +962,8 @@ def _tool_result(run: _Run) -> ToolResult:
         execution_time_ms=_milliseconds(run.elapsed),
         retry_count=run.retries,
     )
+    if run.dropped:
+        result.dropped_events = DroppedEvents(count=run.dropped, bytes=run.dropped_bytes)
     if run.output is not None and run.state == "success":
         result.output = run.output
     if run.error is not None and run.state in ("failed", "timeout"):
@@ -842,7 +981,7 @@ def _failure(
     message: str,
     details: dict[str, Any] | None = None,
 ) -> ToolError:
-    error = ToolError(category=category, code=code[:64], message=_fit(message))
+    error = ToolError(category=category, code=code[:_CODE_LENGTH], message=_fit(message))
     if details:
         error.details = details
     return error
@@ -887,4 +1026,4 @@ def _listed(error: ContractError) -> str:
 
 
 def _fit(text: str) -> str:
-    return text if len(text) <= 4000 else text[:3997] + "..."
+    return fit_text(text, _MESSAGE_LENGTH)

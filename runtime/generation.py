@@ -11,7 +11,9 @@ budget ran out or the backend failed silently inside llama.cpp, raises
 GenerationFailed; it is never returned as a document.
 
 `write_in_thread` runs the same off trio's event loop; cancelling it stops
-token generation at the next token, not only the waiting.
+token generation at the next token, not only the waiting. Until then the
+thread goes on (building a constraint or reading a long prompt takes
+seconds and cannot be stopped); `generating()` says whether any does.
 """
 
 from __future__ import annotations
@@ -31,9 +33,37 @@ import trio
 
 from plancontracts.runtime.local_model import NotAModel, candidates, check_gguf
 
-__all__ = ["GenerationFailed", "ModelWriter", "load_first_model", "say_on_stderr"]
+__all__ = ["GenerationFailed", "ModelWriter", "generating", "load_first_model", "say_on_stderr"]
 
 CACHED_CONSTRAINTS = 8
+
+
+class _Workers:
+    """How many worker threads run `write`, cancelled ones not yet stopped included."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self, step: int) -> None:
+        with self._lock:
+            self._count += step
+
+    def any(self) -> bool:
+        with self._lock:
+            return self._count > 0
+
+
+_workers = _Workers()
+
+
+def generating() -> bool:
+    """Whether a model is generating in a worker thread, a cancelled generation included.
+
+    The process must then end without its normal teardown: llama.cpp's
+    global state, freed at exit, is still in use by that thread.
+    """
+    return _workers.any()
 
 
 class GenerationFailed(Exception):
@@ -144,13 +174,23 @@ class ModelWriter:
         max_tokens: int = 512,
         seed: int | None = None,
     ) -> dict[str, Any]:
-        """`write` in a worker thread; cancellation stops generation at the next token."""
+        """`write` in a worker thread; cancellation stops generation at the next token.
+
+        A cancelled call returns at once, before the thread has stopped (see
+        `generating`).
+        """
         stop = threading.Event()
+        # Counted from here: once this call is cancelled the thread may not even have started.
+        _workers.add(1)
+
+        def work() -> dict[str, Any]:
+            try:
+                return self.write(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop)
+            finally:
+                _workers.add(-1)
+
         try:
-            return await trio.to_thread.run_sync(
-                lambda: self.write(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop),
-                abandon_on_cancel=True,
-            )
+            return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
         finally:
             # On cancellation the thread is abandoned, not killed: the flag makes it
             # stop at its next token, and `busy` keeps the next call waiting till then.

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, NoReturn
 
 import msgspec
+import msgspec.inspect
 
 from plancontracts.generated.tool_plans import (
     AssetEvent,
@@ -44,12 +45,38 @@ from plancontracts.generated.tool_plans import (
     UiEvent,
 )
 
-__all__ = ["DataFile", "Reply", "ScriptFailure", "run_script"]
+__all__ = ["DataFile", "Reply", "ScriptFailure", "fit_text", "max_text_length", "run_script"]
 
 _encoder = msgspec.json.Encoder()
 # The executor wrote the request from a validated plan, so msgspec's own checks
 # suffice here; the full validation module would cost every script its import.
 _request_decoder = msgspec.json.Decoder(ToolRequest)
+
+
+def max_text_length(struct: type[msgspec.Struct], name: str) -> int:
+    """The schema's `maxLength` of the text field `name` (its Python name) of generated `struct`.
+
+    Limits are read from the generated types, so the schema stays their one
+    source. Raises LookupError when `struct` has no such field, or when the
+    field is not text with a maximum length.
+    """
+    for field in msgspec.structs.fields(struct):
+        if field.name == name:
+            kind = msgspec.inspect.type_info(field.type)
+            if isinstance(kind, msgspec.inspect.StrType) and kind.max_length is not None:
+                return kind.max_length
+    raise LookupError(f"{struct.__name__}.{name} is not a text field with a maximum length")
+
+
+def fit_text(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters, else its start cut to `limit` with "..."."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_MESSAGE_LENGTH = max_text_length(LogEvent, "message")
+_ERROR_CODE_LENGTH = max_text_length(ErrorEvent, "error_code")
+_ERROR_MESSAGE_LENGTH = max_text_length(ErrorEvent, "error_message")
+_SUMMARY_LENGTH = max_text_length(DoneEvent, "summary")
 
 
 class ScriptFailure(Exception):
@@ -85,7 +112,12 @@ class Reply:
 
     def log(self, message: str, level: Literal["debug", "info", "warn", "error"] = "info") -> None:
         self.emit(
-            LogEvent(version="0", request_id=self._request_id, level=level, message=_fit(message))
+            LogEvent(
+                version="0",
+                request_id=self._request_id,
+                level=level,
+                message=fit_text(message, _MESSAGE_LENGTH),
+            )
         )
 
     def patch_state(self, patch: dict[str, Any]) -> None:
@@ -121,8 +153,8 @@ class Reply:
         event = ErrorEvent(
             version="0",
             request_id=self._request_id,
-            error_code=code[:64],
-            error_message=_fit(message),
+            error_code=code[:_ERROR_CODE_LENGTH],
+            error_message=fit_text(message, _ERROR_MESSAGE_LENGTH),
         )
         if details is not None:
             event.details = details
@@ -131,13 +163,8 @@ class Reply:
     def done(self, ok: bool, summary: str | None = None) -> None:
         event = DoneEvent(version="0", request_id=self._request_id, ok=ok)
         if summary is not None:
-            event.summary = _fit(summary)
+            event.summary = fit_text(summary, _SUMMARY_LENGTH)
         self.emit(event)
-
-
-def _fit(text: str) -> str:
-    """Texts in events hold at most 4000 characters; longer ones are cut with a mark."""
-    return text if len(text) <= 4000 else text[:3997] + "..."
 
 
 def run_script(

@@ -58,10 +58,17 @@ class ProcessEnd:
     "How many bytes of standard error were dropped from the front to respect the limit."
 
     def stderr_text(self) -> str:
-        text = self.stderr.decode("utf-8", "replace")
-        if self.stderr_dropped:
-            text = f"[{self.stderr_dropped} earlier bytes dropped]\n{text}"
-        return text
+        """Standard error as kept, decoded; first a line saying how much was dropped, if any."""
+        kept, dropped = bytes(self.stderr), self.stderr_dropped
+        if dropped:
+            # The cut may have split a UTF-8 character: its leftover bytes
+            # (at most 3 continuation bytes) go with the dropped ones.
+            split = 0
+            while split < min(3, len(kept)) and 0x80 <= kept[split] < 0xC0:
+                split += 1
+            kept, dropped = kept[split:], dropped + split
+        text = kept.decode("utf-8", "replace")
+        return f"[{dropped} earlier bytes dropped]\n{text}" if dropped else text
 
 
 async def run_process(

@@ -14,8 +14,9 @@ def render_trace(result: ExecutionResult) -> str:
     """The readable form of `result`, ending with a newline.
 
     The first line says how the plan ended; then one line per tool with its
-    state, time, retries and what it said (its summary, or why it failed);
-    then the failed tools, disabled skills, merged state and assets.
+    state, time, retries and what it said (its summary, or why it failed),
+    followed by how many of its events were not kept, if any; then the failed
+    tools, disabled skills, merged state and assets.
     """
     seconds = result.execution_time_ms / 1000
     if result.error:
@@ -29,7 +30,14 @@ def render_trace(result: ExecutionResult) -> str:
         f"plan {result.plan_id} {verdict} in {seconds:.2f} s (attempt {result.attempt_number})"
     ]
     width = max((len(trace.tool_id) for trace in result.tool_results), default=0)
-    lines += [_tool_line(trace, width) for trace in result.tool_results]
+    for trace in result.tool_results:
+        lines.append(_tool_line(trace, width))
+        if trace.dropped_events:
+            dropped = trace.dropped_events
+            lines.append(
+                f"    {dropped.count} log and ui_event events ({dropped.bytes} bytes) not kept: "
+                "the plan's budget for kept events was spent"
+            )
     if result.failed_tools:
         lines.append(f"failed tools: {', '.join(result.failed_tools)}")
     if result.disabled_skills:
@@ -37,8 +45,10 @@ def render_trace(result: ExecutionResult) -> str:
     if not result.success:
         lines.append("a new plan may do better" if result.can_replan else "no replan left")
     lines.append(f"state: {json.dumps(result.aggregated_state, ensure_ascii=False)}")
-    for asset in result.aggregated_assets:
-        lines.append(f"asset {asset.asset_id} ({asset.kind}, {asset.media_type}): {asset.path}")
+    lines.extend(
+        f"asset {asset.asset_id} ({asset.kind}, {asset.media_type}): {asset.path}"
+        for asset in result.aggregated_assets
+    )
     return "".join(printable(line) + "\n" for line in lines)
 
 

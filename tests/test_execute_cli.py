@@ -157,3 +157,96 @@ def test_invalid_skills_are_warnings_and_the_rest_still_runs(tmp_path: Path) -> 
     assert "broken" in done.stderr
     result = msgspec.json.decode(done.stdout)
     assert result["success"] is True
+
+
+def deep_tool(kind: str, depth: int) -> dict[str, Any]:
+    return {
+        "toolId": f"{kind}-{depth}",
+        "toolPath": "skills/faults/deep_patch.py",
+        "input": {"kind": kind, "depths": [depth]},
+        "retryPolicy": {"maxRetries": 0},
+        "async": True,
+    }
+
+
+def deep_plan(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", "parallel": True, "tools": tools}
+
+
+# Spot depths, then every depth around the parser's limit (about 1,000 levels,
+# a little less inside the executor, where the stack is already deeper).
+DEPTHS = [3, 100, 499, 500, 501, *range(950, 1001)]
+TOO_DEEP = "invalid_json malformed_line: output line 1: arrays and objects nest too deeply"
+
+
+def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
+    tools = [deep_tool(kind, depth) for kind in ("array", "object") for depth in DEPTHS]
+    done = execute(tmp_path, deep_plan(tools), "--skills", str(FAULTS), "--concurrency", "2")
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1, done.stderr
+    verdicts = {line.split()[0]: line for line in done.stdout.splitlines()[1 : len(tools) + 1]}
+    deepest: dict[str, int] = {}
+    for kind in ("array", "object"):
+        passed = [d for d in DEPTHS if verdicts[f"{kind}-{d}"].split()[1] == "success"]
+        refused = [d for d in DEPTHS if verdicts[f"{kind}-{d}"].split()[1] != "success"]
+        # Everything the parser takes runs; everything deeper is refused, saying why.
+        assert passed == DEPTHS[: len(passed)]
+        assert passed[-1] >= 950
+        assert refused
+        assert all(TOO_DEEP in verdicts[f"{kind}-{d}"] for d in refused)
+        deepest[kind] = passed[-1]
+    state = done.stdout.splitlines()[-1]
+    assert state.startswith("state: {")
+    assert f'"d{deepest["array"]}": ' + "[" * (deepest["array"] - 2) in state
+    assert f'"d{deepest["object"]}": ' + '{"a": ' * (deepest["object"] - 2) + "1" in state
+
+    # Around the deepest patch each kind took, as --json. Where the parser stops
+    # moves by a level or two with the stack the executor has when it parses.
+    edges = [deep_tool(kind, deepest[kind] + step) for kind in deepest for step in (-2, 0, 1, 2)]
+    done = execute(tmp_path, deep_plan(edges), "--skills", str(FAULTS), "--json")
+    assert "Traceback" not in done.stderr
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + 1000)  # the test's own parser needs the room
+    try:
+        result = json.loads(done.stdout)
+    finally:
+        sys.setrecursionlimit(limit)
+    passed = set()
+    for trace in result["toolResults"]:
+        if trace["state"] == "success":
+            passed.add("d" + trace["toolId"].split("-")[1])
+        else:
+            assert trace["error"]["message"].startswith("output line 1: arrays and objects nest")
+    assert done.returncode == (0 if len(passed) == len(edges) else 1)
+    assert set(result["aggregatedState"]) == passed
+    assert {f"d{deepest[kind] - 2}" for kind in deepest} <= passed
+
+
+def test_the_event_budget_bounds_the_trace_and_says_what_it_dropped(tmp_path: Path) -> None:
+    # 2 attempts of 100 ui_events of 100 KB: 20 MB written; notices may keep 8 MiB.
+    chatty = {"count": 100, "bytes": 100_000, "type": "ui_event", "ok": False}
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [
+            {
+                "toolId": "chatty",
+                "toolPath": "skills/faults/chatty.py",
+                "input": chatty,
+                "retryPolicy": {"maxRetries": 1, "backoffMs": 1},
+            }
+        ],
+    }
+    kept = (8 << 20) // 100_000
+    dropped = 200 - kept
+    done = execute(tmp_path, plan, "--skills", str(FAULTS))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[2] == (
+        f"    {dropped} log and ui_event events ({dropped * 100_000} bytes) not kept: "
+        "the plan's budget for kept events was spent"
+    )
+    done = execute(tmp_path, plan, "--skills", str(FAULTS), "--json")
+    assert done.returncode == 1, done.stderr
+    assert len(done.stdout) < 9 << 20
+    (trace,) = json.loads(done.stdout)["toolResults"]
+    assert trace["droppedEvents"] == {"count": dropped, "bytes": dropped * 100_000}
+    assert len(trace["events"]) == kept + 2

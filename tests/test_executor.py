@@ -29,6 +29,7 @@ from plancontracts.generated.tool_plans import (
     ToolEvent,
     ToolInvocation,
     ToolRequest,
+    UiEvent,
 )
 from plancontracts.runtime.executor import (
     EmitEvent,
@@ -341,6 +342,165 @@ def test_merging_a_patch_sets_its_keys_and_keeps_the_rest(
     again = msgspec.json.decode(msgspec.json.encode(merged))
     merge_patch(again, patch)
     assert again == merged
+
+
+def nested(kind: type[list[Any]] | type[dict[str, Any]], depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if kind is list else {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_merging_does_not_recurse_however_deep_the_patch(kind: type[Any]) -> None:
+    # Far deeper than any parser allows: the walk must not use Python's stack.
+    state: dict[str, Any] = {"deep": nested(dict, 50_000), "kept": True}
+    patch = {"deep": nested(kind, 50_000)}
+    merge_patch(state, patch)
+    value, depth = state["deep"], 0
+    while value != 1:
+        assert isinstance(value, kind)
+        value = value[0] if kind is list else value["a"]
+        depth += 1
+    assert depth == 50_000
+    assert state["kept"] is True
+    # Values are copied, not shared with the patch.
+    patch["deep"] = None
+    assert state["deep"] is not None
+
+
+@pytest.mark.parametrize("kind", [list, dict])
+def test_a_function_s_patch_too_deep_to_check_fails_its_tool_saying_so(kind: type[Any]) -> None:
+    async def deep(request: ToolRequest, emit: EmitEvent) -> None:
+        emit(StatePatchEvent(version="0", patch={"deep": nested(kind, 5_000)}))
+
+    result = execute(plan_of(call("d")), {"test/work": deep})
+    (trace,) = result.tool_results
+    assert trace.error is not None
+    assert (trace.state, trace.error.category, trace.error.code) == (
+        "failed",
+        "invalid_json",
+        "invalid_event",
+    )
+    assert trace.error.message.startswith("arrays and objects nest too deeply")
+
+
+# The plan's budget for kept events ------------------------------------------------
+
+Emission = tuple[str, int]
+"What a test tool emits: the kind of event and the size of its text."
+
+
+def event_of(kind: str, size: int) -> ToolEvent:
+    if kind == "log":
+        return LogEvent(version="0", level="info", message="x", fields={"text": "x" * size})
+    if kind == "ui":
+        return UiEvent(version="0", event="noise", payload={"text": "x" * size})
+    return StatePatchEvent(version="0", patch={"text": "x" * size})
+
+
+def size_of(event: ToolEvent) -> int:
+    return len(msgspec.json.encode(event))
+
+
+class Emitter:
+    """Tools that emit what they are told, attempt after attempt, noting what was accepted."""
+
+    def __init__(self, emissions: dict[str, list[Emission]], failing: frozenset[str]) -> None:
+        self.emissions = emissions
+        self.failing = failing
+        self.accepted: dict[str, list[ToolEvent]] = {name: [] for name in emissions}
+
+    async def __call__(self, request: ToolRequest, emit: EmitEvent) -> None:
+        for kind, size in self.emissions[request.tool_id]:
+            event = event_of(kind, size)
+            emit(event)  # a ProtocolViolation ends the attempt, as the executor wants
+            self.accepted[request.tool_id].append(event)
+        if request.tool_id in self.failing:
+            raise RuntimeError("failed on purpose")
+
+
+def kept_bytes(result: ExecutionResult) -> tuple[int, int]:
+    """The bytes of every event kept in `result`, and of the notices among them."""
+    events = [event for trace in result.tool_results for event in trace.events]
+    notices = [event for event in events if isinstance(event, LogEvent | UiEvent)]
+    return sum(map(size_of, events)), sum(map(size_of, notices))
+
+
+def test_a_patch_past_the_budget_fails_its_attempt_saying_so() -> None:
+    budget = 10_000
+    emitter = Emitter({"p": [("patch", 3000)] * 5}, frozenset())
+    result = execute(
+        plan_of(call("p")), {"test/work": emitter}, Limits(max_kept_event_bytes=budget)
+    )
+    (trace,) = result.tool_results
+    assert trace.error is not None
+    assert (trace.state, trace.error.category, trace.error.code) == (
+        "failed",
+        "invalid_json",
+        "too_many_event_bytes",
+    )
+    size = size_of(event_of("patch", 3000))
+    assert trace.error.message == (
+        f"a state_patch event of {size} bytes does not fit in what is left "
+        f"({budget - 3 * size} bytes) of the plan's {budget} bytes for kept events"
+    )
+    assert trace.events == emitter.accepted["p"]
+    assert len(trace.events) == 3
+    assert trace.dropped_events is msgspec.UNSET
+
+
+def test_notices_never_crowd_out_state() -> None:
+    # The notices come first and would fill the budget; half of it stays for state.
+    emitter = Emitter(
+        {"chatty": [("log", 1000)] * 30, "patch": [("patch", 1000)] * 4},
+        frozenset(),
+    )
+    plan = plan_of(call("chatty"), call("patch", "chatty"))
+    result = execute(plan, {"test/work": emitter}, Limits(max_kept_event_bytes=10_000))
+    chatty, patch = result.tool_results
+    assert result.success
+    assert patch.events == emitter.accepted["patch"]
+    assert chatty.dropped_events is not msgspec.UNSET
+    assert chatty.dropped_events.count + len(chatty.events) == 30
+    assert kept_bytes(result)[1] <= 5_000
+
+
+emission = st.tuples(st.sampled_from(["log", "ui", "patch"]), st.integers(0, 3000))
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdef"), st.lists(emission, max_size=12), min_size=1),
+    st.sets(st.sampled_from("abcdef")),
+    st.integers(500, 40_000),
+)
+def test_the_budget_holds_for_the_whole_plan_and_loses_no_state_silently(
+    emissions: dict[str, list[Emission]], failing: set[str], budget: int
+) -> None:
+    emitter = Emitter(emissions, frozenset(failing))
+    policy = RetryPolicy(max_retries=2, backoff_ms=1)
+    plan = plan_of(*(call(name, retry_policy=policy) for name in emissions))
+    limits = Limits(max_kept_event_bytes=budget)
+    result = execute(plan, {"test/work": emitter}, limits)
+    kept, notices = kept_bytes(result)
+    assert kept <= budget
+    assert notices <= budget // 2
+    for trace in result.tool_results:
+        accepted = emitter.accepted[trace.tool_id]
+        # Every event a tool emitted and the executor took is in the trace, or
+        # counted as dropped if it only informs; anything else failed its attempt.
+        meaningful = [event for event in accepted if isinstance(event, StatePatchEvent)]
+        assert [event for event in trace.events if isinstance(event, StatePatchEvent)] == meaningful
+        dropped = trace.dropped_events
+        count, size = (0, 0) if dropped is msgspec.UNSET else (dropped.count, dropped.bytes)
+        notices_kept = [event for event in trace.events if not isinstance(event, StatePatchEvent)]
+        assert len(notices_kept) + count == len(accepted) - len(meaningful)
+        assert size == sum(map(size_of, accepted)) - sum(map(size_of, trace.events))
+        rejected = len(accepted) < (trace.retry_count + 1) * len(emissions[trace.tool_id])
+        if trace.state == "success":
+            assert not rejected
+        elif rejected and trace.error is not None and trace.error.code != "exception":
+            assert trace.error.code == "too_many_event_bytes"
 
 
 # Random DAGs ------------------------------------------------------------------------

@@ -7,12 +7,15 @@ table afterwards: nothing may be left running.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,16 +23,20 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+from commands import _WITHOUT_A_MODEL
 
 from plancontracts.generated.tool_plans import (
+    AssetEvent,
     ExecutionResult,
     Plan,
     RetryPolicy,
     ToolInvocation,
+    ToolRequest,
     UiEvent,
 )
-from plancontracts.runtime.executor import Limits, execute_plan
+from plancontracts.runtime.executor import EmitEvent, Limits, execute_plan
 from plancontracts.runtime.skills import discover_skills
+from plancontracts.runtime.tool_process import ProcessEnd
 from plancontracts.runtime.validation import violations
 
 FAULTS = Path(__file__).parent / "fault_skills"
@@ -59,8 +66,9 @@ def run(
     return result
 
 
-def started_pids(tmp_path: Path) -> list[int]:
-    pids = tmp_path / "faults" / "pids"
+def started_pids(data: Path, skill: str = "faults") -> list[int]:
+    """The processes the scripts of `skill` noted in its folder of the data root `data`."""
+    pids = data / skill / "pids"
     return [int(line) for line in pids.read_text().split()] if pids.exists() else []
 
 
@@ -73,8 +81,8 @@ def running(pid: int) -> bool:
     return stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
 
 
-def assert_nothing_left(tmp_path: Path) -> None:
-    pids = started_pids(tmp_path)
+def assert_nothing_left(data: Path, skill: str = "faults") -> None:
+    pids = started_pids(data, skill)
     assert pids, "the script never started"
     assert [pid for pid in pids if running(pid)] == []
 
@@ -115,6 +123,25 @@ def test_each_fault_has_its_outcome_and_leaves_nothing(tmp_path: Path, script: s
     assert_nothing_left(tmp_path)
 
 
+def test_notices_past_the_plan_s_budget_are_counted_not_kept(tmp_path: Path) -> None:
+    # 2 attempts x 50 ui_events of 1,000 bytes; notices may fill half of 20,000.
+    chatty = {"count": 50, "bytes": 1000, "type": "ui_event", "ok": False}
+    seen: list[UiEvent] = []
+    result = run(
+        tmp_path,
+        tool("t", "chatty", input=chatty, retry_policy=RetryPolicy(max_retries=1, backoff_ms=1)),
+        limits=Limits(shutdown_grace=GRACE, plan_timeout=20, max_kept_event_bytes=20_000),
+        on_ui_event=lambda tool_id, event: seen.append(event),
+    )
+    (trace,) = result.tool_results
+    kinds = [type(event).__name__ for event in trace.events]
+    # The first ten notices are kept; then none, in either attempt. Both done events are kept.
+    assert kinds == ["UiEvent"] * 10 + ["DoneEvent", "DoneEvent"]
+    assert (trace.dropped_events.count, trace.dropped_events.bytes) == (90, 90_000)
+    assert (trace.error.code, trace.retry_count) == ("failed", 1)
+    assert len(seen) == 100  # dropped from the trace, still delivered
+
+
 def test_messages_name_the_line_and_the_problem(tmp_path: Path) -> None:
     result = run(
         tmp_path,
@@ -134,6 +161,29 @@ def test_a_crash_reports_its_signal_and_standard_error(tmp_path: Path) -> None:
     assert crash.error.message == "the script was killed by signal SIGSEGV"
     assert status.error.message == "the script exited with status 3"
     assert "something went wrong after done" in status.error.details["stderr"]
+
+
+def test_standard_error_keeps_its_end_where_the_reason_is(tmp_path: Path) -> None:
+    result = run(tmp_path, tool("t", "long_traceback"))
+    (trace,) = result.tool_results
+    assert (trace.error.category, trace.error.code) == ("process_error", "exit_status")
+    stderr = trace.error.details["stderr"]
+    assert stderr.endswith("ValueError: the reason is on the last line\n")
+    dropped = int(stderr.split()[0].lstrip("["))
+    assert stderr.startswith(f"[{dropped} earlier bytes dropped]\n")
+    # What was kept and what was dropped add up to everything written.
+    kept = stderr.split("\n", 1)[1].encode()
+    assert len(kept) <= Limits().max_stderr_bytes
+    assert "déjà vu, line 0999" in stderr
+    assert "line 0000" not in stderr
+    assert "\ufffd" not in stderr
+
+
+def test_a_character_split_by_the_stderr_limit_is_dropped_whole() -> None:
+    euro = "€".encode()  # three bytes
+    end = ProcessEnd(stderr=bytearray(euro[1:] + b"ok"), stderr_dropped=7)
+    assert end.stderr_text() == "[9 earlier bytes dropped]\nok"
+    assert ProcessEnd(stderr=bytearray(euro)).stderr_text() == "€"
 
 
 def test_sigterm_is_followed_by_sigkill_after_the_grace(tmp_path: Path) -> None:
@@ -263,6 +313,76 @@ def test_assets_inside_the_data_folder_are_registered(tmp_path: Path) -> None:
     assert Path(asset.path) == (tmp_path / "faults" / "map.txt").resolve()
 
 
+def test_an_asset_swapped_before_its_script_exits_is_refused(tmp_path: Path) -> None:
+    draw = tool("draw", "asset_swap", input={"register": "maps/map.txt", "swapAfterDone": True})
+    result = run(tmp_path, draw)
+    (trace,) = result.tool_results
+    assert trace.state == "failed"
+    # Registered first (the script waits a second), then swapped: asset_swapped.
+    # Should the executor read the event only after the swap, the link is
+    # refused at registration instead; either way nothing points outside.
+    assert trace.error.code in ("asset_swapped", "asset_outside_folder")
+    assert result.aggregated_assets == []
+    assert "/etc/passwd" not in msgspec.json.encode(result).decode()
+
+
+@pytest.mark.parametrize("how", ["symlink", "file", "folder"])
+def test_an_asset_swapped_by_a_later_tool_fails_the_tool_that_registered_it(
+    tmp_path: Path, how: str
+) -> None:
+    result = run(
+        tmp_path,
+        tool("draw", "asset_swap", input={"register": "maps/map.txt"}),
+        tool(
+            "swap", "asset_swap", input={"swap": "maps/map.txt", "how": how}, dependencies=["draw"]
+        ),
+    )
+    draw, swap = result.tool_results
+    assert swap.state == "success"
+    assert (draw.state, draw.error.category, draw.error.code) == (
+        "failed",
+        "invalid_json",
+        "asset_swapped",
+    )
+    assert draw.error.message == (
+        f"asset 'map': {tmp_path.resolve() / 'faults' / 'maps' / 'map.txt'} was replaced "
+        "after it was registered (by another file, or a link on its path), so it is not reported"
+    )
+    assert draw.output is msgspec.UNSET
+    assert result.aggregated_assets == []
+    assert (result.success, result.failed_tools, result.disabled_skills) == (
+        False,
+        ["draw"],
+        ["faults"],
+    )
+
+
+def test_an_asset_swapped_by_its_function_is_refused(tmp_path: Path) -> None:
+    async def draw(request: ToolRequest, emit: EmitEvent) -> None:
+        (tmp_path / "map.txt").write_text("a map")
+        emit(AssetEvent(version="0", asset_id="map", kind="map", media_type="text/plain",
+                        path="map.txt"))  # fmt: skip
+        (tmp_path / "link").symlink_to("/etc/passwd")
+        (tmp_path / "link").replace(tmp_path / "map.txt")
+
+    call = ToolInvocation(
+        tool_id="draw", tool_path="test/draw", retry_policy=RetryPolicy(max_retries=0)
+    )
+    plan = Plan(request_id=str(uuid.uuid4()), tools=[call])
+    result = trio.run(
+        partial(
+            execute_plan,
+            plan,
+            skills=discover_skills([]),
+            functions={"test/draw": draw},
+            asset_folders=[tmp_path],
+        )
+    )
+    (trace,) = result.tool_results
+    assert (trace.state, trace.error.code) == ("failed", "asset_swapped")
+    assert result.aggregated_assets == []
+
+
 def test_outside_cancellation_leaves_no_process(tmp_path: Path) -> None:
     async def cancel_soon() -> None:
         plan = Plan(
@@ -284,7 +404,41 @@ def test_outside_cancellation_leaves_no_process(tmp_path: Path) -> None:
     assert_nothing_left(tmp_path)
 
 
-def test_ctrl_c_on_the_cli_leaves_no_process(tmp_path: Path) -> None:
+PATIENCE = 120.0
+"Seconds a command may take to start, or to stop, on a busy machine; no test claims a speed."
+STOPS = {
+    signal.SIGTERM: b"plancontracts: stopped by SIGTERM\n",
+    signal.SIGHUP: b"plancontracts: stopped by SIGHUP\n",
+    signal.SIGINT: b"plancontracts: interrupted\n",
+}
+
+
+def stop_once_started(
+    cli: subprocess.Popen[bytes], signum: int, started: Callable[[], object]
+) -> bytes:
+    """Send `signum` once `started()` is true; the command's standard error once it ended."""
+    deadline = time.monotonic() + PATIENCE
+    while not started() and cli.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    cli.send_signal(signum)
+    try:
+        _, err = cli.communicate(timeout=PATIENCE)
+    except subprocess.TimeoutExpired:
+        cli.kill()
+        cli.communicate()
+        raise
+    return err
+
+
+def assert_stopped_cleanly(cli: subprocess.Popen[bytes], signum: int, err: bytes) -> None:
+    assert cli.returncode == 128 + signum, err
+    assert err.endswith(STOPS[signum])
+    assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("signum", list(STOPS))
+def test_a_stop_signal_to_execute_leaves_no_process(tmp_path: Path, signum: int) -> None:
     plan = tmp_path / "plan.json"
     plan.write_bytes(
         msgspec.json.encode(
@@ -294,16 +448,76 @@ def test_ctrl_c_on_the_cli_leaves_no_process(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "plancontracts", "execute", str(plan), "--skills", str(FAULTS)]
     command += ["--data", str(tmp_path), "--grace", str(GRACE)]
     cli = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 20
-    while not started_pids(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    cli.send_signal(signal.SIGINT)
-    _, err = cli.communicate(timeout=30)
-    assert cli.returncode == 130, err
-    assert b"interrupted" in err
-    assert b"Traceback" not in err
+    err = stop_once_started(cli, signum, lambda: started_pids(tmp_path))
+    assert_stopped_cleanly(cli, signum, err)
     assert_nothing_left(tmp_path)
+
+
+def hanging_torch(folder: Path) -> Path:
+    """A skills folder whose torch lighter ignores SIGTERM and hangs, as `ignore_term` does."""
+    skill = folder / "torch-lighter"
+    skill.mkdir(parents=True)
+    manifest = {
+        "name": "torch-lighter",
+        "version": "1.0.0",
+        "description": "A torch that never lights and will not stop.",
+        "scripts": [{"name": "light", "path": "light.py", "timeout": 300_000}],
+    }
+    (skill / "skill.json").write_text(json.dumps(manifest))
+    shutil.copy(FAULTS / "faults" / "ignore_term.py", skill / "light.py")
+    shutil.copy(FAULTS / "faults" / "_fault.py", skill)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("signum", "turn"),
+    [(signum, "plan --execute") for signum in STOPS] + [(signal.SIGTERM, "play")],
+)
+def test_a_stop_signal_to_a_turn_leaves_no_process(tmp_path: Path, signum: int, turn: str) -> None:
+    # Planned by the patterns (the packaged model hidden): the torch lighter runs.
+    skills, data = hanging_torch(tmp_path / "skills"), tmp_path / "data"
+    arguments = ["--skills", str(skills), "--data", str(data)]
+    if turn == "play":
+        arguments = ["play", *arguments]
+    else:
+        arguments = ["plan", "--execute", "I light the torch", *arguments]
+    cli = subprocess.Popen(
+        [sys.executable, "-c", _WITHOUT_A_MODEL, *arguments],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert cli.stdin is not None
+    if turn == "play":
+        cli.stdin.write(b"I light the torch\n")
+        cli.stdin.flush()
+    err = stop_once_started(cli, signum, lambda: started_pids(data, "torch-lighter"))
+    assert_stopped_cleanly(cli, signum, err)
+    assert_nothing_left(data, "torch-lighter")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(signum: int) -> None:
+    inputs = ["I light the torch", "I examine the iron door", "I roll 2d6", "I look around"]
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "plancontracts", "plan", "--model", "gemma3-270m", *inputs],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert cli.stderr is not None
+    said: list[bytes] = []
+    # The model writes its first plan right after it is loaded.
+    while not said or not (said[-1].startswith(b"model: loaded") or said[-1] == b""):
+        said.append(cli.stderr.readline())
+    cli.send_signal(signum)
+    try:
+        _, err = cli.communicate(timeout=PATIENCE)
+    except subprocess.TimeoutExpired:
+        cli.kill()
+        cli.communicate()
+        raise
+    # Not a crash of llama.cpp's teardown (SIGSEGV, SIGABRT) under the stopped generation.
+    assert_stopped_cleanly(cli, signum, b"".join(said) + err)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
