@@ -30,7 +30,6 @@ from plancontracts.runtime.errors import (
     UnknownContractError,
     Violation,
     Violations,
-    json_pieces,
     printable,
 )
 from plancontracts.runtime.planning_blocks import (
@@ -602,7 +601,8 @@ def _normalize(args: argparse.Namespace, out: Output) -> int:
         ]
         record.update(_as_json(problems))
         record["block"] = result.block if result else None
-        _write_json(out, record)
+        # Written from a shallower frame than the parse, so as deep as it accepted.
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return EXIT_INVALID if problems else EXIT_OK
     label = _label(args.file)
     if result is not None:
@@ -634,17 +634,6 @@ def _json_name(name: str) -> str:
     which UTF-8 cannot encode: they are written as the text `\\udcXX`.
     """
     return "".join(f"\\u{ord(ch):04x}" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in name)
-
-
-def _write_json(out: Output, value: Any) -> None:
-    """`value` as one line of JSON, written in a loop: a document may nest as deep as parsed."""
-    batch: list[str] = []
-    for piece in json_pieces(value):
-        batch.append(piece)
-        if len(batch) >= 4096:
-            out.write("".join(batch))
-            batch.clear()
-    out.write("".join(batch) + "\n")
 
 
 # examples -----------------------------------------------------------------------

@@ -94,7 +94,7 @@ def shown(value: Any, limit: int = 60) -> str:
     """
     pieces: list[str] = []
     length = 0
-    for piece in json_pieces(value, longest=limit + 1):
+    for piece in _json_pieces(value, longest=limit + 1):
         pieces.append(piece)
         length += len(piece)
         if length > limit:
@@ -107,19 +107,18 @@ class _Literal(str):
     """Text already written as JSON: punctuation, or a key with its colon."""
 
 
-def json_pieces(value: Any, *, longest: int | None = None) -> Iterator[str]:
-    """`value` (a parsed JSON value) written as JSON, in pieces, as `json.dumps` writes it.
+def _json_pieces(value: Any, *, longest: int) -> Iterator[str]:
+    """`value` written as `json.dumps` writes it, in pieces, for a caller that wants a start.
 
     Separators are `", "` and `": "`, and text is not ASCII-escaped. Values
-    are walked in a loop, not by recursion, so any depth works, and the
-    pieces come as they are written, so a caller may stop early: with
-    `longest`, each string is written from its first `longest` characters
-    only (for a caller that stops before then). Raises TypeError for a value
-    that is not JSON.
+    are walked in a loop, not by recursion, so any depth works; the pieces
+    come as they are written, for the caller to stop after `longest`
+    characters, so each string is written from its first `longest`
+    characters only. Raises TypeError for a value that is not JSON.
     """
 
     def string(text: str) -> str:
-        return json.dumps(text if longest is None else text[:longest], ensure_ascii=False)
+        return json.dumps(text[:longest], ensure_ascii=False)
 
     def members(node: dict[str, Any]) -> Iterator[Any]:
         for index, (key, child) in enumerate(node.items()):

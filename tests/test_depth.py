@@ -156,3 +156,21 @@ def test_the_command_judges_every_depth_its_parser_accepts(tmp_path: Path) -> No
     assert low > 900
     assert validate(low).returncode == 0
     assert TOO_DEEP in validate(low + 1).stdout
+
+
+def test_normalize_writes_back_a_block_as_deep_as_its_parser_accepts(tmp_path: Path) -> None:
+    path = tmp_path / "block.json"
+    path.write_text(in_block("[" * 980 + '"<b>x</b>"' + "]" * 980))  # under the limit, ~990
+    command = [sys.executable, "-m", "plancontracts", "normalize", "--json", "planning-block"]
+    done = subprocess.run(
+        [*command, str(path)], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    # Too deep for this test's own parser: read as text.
+    assert done.stdout.count("\n") == 1
+    assert (
+        '"errors": [{"pointer": "/extra", "message": "unknown field \\"extra\\""}]' in done.stdout
+    )
+    assert '"before": "<b>x</b>", "after": "x"' in done.stdout
+    assert '"extra": ' + "[" * 980 + '"x"' + "]" * 980 + "}}" in done.stdout
