@@ -5,11 +5,14 @@ the generated structs, which enforce types, required and unknown fields,
 enums, bounds and patterns; contracts with rules beyond their schema (see
 `runtime.protocol_rules`) then have those checked. The authoritative schema
 takes over in three cases: to explain a rejection (msgspec stops at the first
-problem; the schema lists every one, each with its JSON Pointer), for
-contracts with rules the structs cannot express, and where the two disagree
-about a value, which happens for one known case only: JSON Schema counts `1.0`
-as an integer and msgspec does not. The schema decides; such numbers are
-typed as integers.
+problem; the schema lists them all, each with its JSON Pointer, up to
+`MAX_VIOLATIONS`), for contracts with rules the structs cannot express, and
+where the two disagree about a value, which happens for one known case only:
+JSON Schema counts `1.0` as an integer and msgspec does not. The schema
+decides; such numbers are typed as integers.
+
+Nothing here walks a value by recursion, so every value the parser accepts,
+however deep, gets its verdict.
 """
 
 from __future__ import annotations
