@@ -5,7 +5,9 @@ or cannot be read, 2 when the command line itself is wrong. `execute` exits 0
 when the plan succeeds, 1 when it fails, 2 when it is rejected before any
 tool runs. An interrupted command (Ctrl-C) exits 130; one stopped by SIGTERM
 or SIGHUP exits 128 + the signal's number. Either way every script is stopped
-first.
+first. A closed standard input (for `-`) or standard output, or output that
+cannot be written (a full disk), ends any command with one line on standard
+error and exit status 1.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, Protocol, TextIO
 
 import msgspec
 
@@ -30,6 +32,7 @@ from plancontracts.runtime.errors import (
     ContractError,
     UnknownContractError,
     Violation,
+    Violations,
     printable,
 )
 from plancontracts.runtime.planning_blocks import (
@@ -45,10 +48,25 @@ from plancontracts.runtime.validation import decode, parse_document
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+MAX_BYTES_LIMIT = 1024 * 1024 * 1024
+"The largest --max-bytes: documents are read whole into memory, and parsed there."
+_CHUNK = 1024 * 1024
 
 
 class UsageError(Exception):
     """The command line is wrong; the message says how."""
+
+
+class StreamError(Exception):
+    """Standard input or output is closed or cannot be used; the message says which."""
+
+
+class Output(Protocol):
+    """Where a command writes its results: standard output, as `_StandardOutput` wraps it."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,8 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        if sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise StreamError("standard output is closed")
+        out = _StandardOutput(sys.stdout)
         with _stops.installed():
-            status: int = args.run(args, sys.stdout)
+            status: int = args.run(args, out)
+        out.flush()
         return status
     except (UsageError, UnknownContractError) as error:
         parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
@@ -65,11 +87,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stopped("interrupted", 130)
     except Stopped as stop:
         return _stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
-    except BrokenPipeError:
-        # The reader went away (`| head`). Point stdout at /dev/null so the
-        # final flush at exit cannot fail again, and report the cut short output.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except StreamError as error:
+        if not isinstance(error.__cause__, BrokenPipeError):  # the reader of `| head` knows
+            _complain(str(error))
+        if sys.stdout is not None:
+            # Whatever is left in its buffer would fail again at exit, with a
+            # traceback-like warning: send it to /dev/null instead.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INVALID
+
+
+def _complain(message: str) -> None:
+    """Write `message` as the command's one error line on standard error."""
+    _say(f"error: {printable(message)}")
+
+
+def _say(line: str) -> None:
+    """Write `plancontracts: line` on standard error, if there is one to write to.
+
+    After SIGHUP the terminal may be gone, and a command may start with
+    standard error closed: then the exit status alone tells.
+    """
+    if sys.stderr is not None:
+        with suppress(OSError, ValueError):
+            sys.stderr.write(f"plancontracts: {line}\n")
+            sys.stderr.flush()
+
+
+class _StandardOutput:
+    """Standard output, whose failures to write end the command as a `StreamError`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str, /) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            raise StreamError(f"cannot write to standard output: {_reason(error)}") from error
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            raise StreamError(f"cannot write to standard output: {_reason(error)}") from error
+
+
+def _standard_input() -> TextIO:
+    """Standard input, or a `StreamError` when the command was started with it closed (`<&-`)."""
+    if sys.stdin is None:
+        raise StreamError("standard input is closed")
+    return sys.stdin
+
+
+def _reason(error: OSError) -> str:
+    return (error.strerror or str(error)).lower()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,10 +170,11 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print one JSON object per document")
     validate.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=_byte_limit,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
-        help=f"refuse documents (or lines) larger than N bytes (default {DEFAULT_MAX_BYTES})",
+        help=f"refuse documents (or lines) larger than N bytes (default {DEFAULT_MAX_BYTES}, "
+        f"at most {MAX_BYTES_LIMIT})",
     )
     validate.add_argument(
         "--mode",
@@ -127,10 +200,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     normalize.add_argument(
         "--max-bytes",
-        type=_positive_int,
+        type=_byte_limit,
         default=DEFAULT_MAX_BYTES,
         metavar="N",
-        help=f"refuse a document larger than N bytes (default {DEFAULT_MAX_BYTES})",
+        help=f"refuse a document larger than N bytes (default {DEFAULT_MAX_BYTES}, "
+        f"at most {MAX_BYTES_LIMIT})",
     )
     normalize.set_defaults(run=_normalize)
 
@@ -261,6 +335,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _byte_limit(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_BYTES_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_BYTES_LIMIT} (1 GiB): {value}")
+    return value
+
+
 def _ability_score(text: str) -> int:
     value = _positive_int(text)
     if value > 30:
@@ -281,7 +362,7 @@ def _seconds(text: str) -> float:
 # contracts, schema ------------------------------------------------------------
 
 
-def _contracts(args: argparse.Namespace, out: TextIO) -> int:
+def _contracts(args: argparse.Namespace, out: Output) -> int:
     names = contract_names()
     width = max(map(len, names))
     for name in names:
@@ -289,7 +370,7 @@ def _contracts(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _schema(args: argparse.Namespace, out: TextIO) -> int:
+def _schema(args: argparse.Namespace, out: Output) -> int:
     if args.text:
         out.write(schema_text(args.contract))
     else:
@@ -306,14 +387,14 @@ class Outcome:
 
     file: str
     line: int | None
-    violations: tuple[Violation, ...]
+    violations: Violations
 
     @property
     def valid(self) -> bool:
         return not self.violations
 
 
-def _validate(args: argparse.Namespace, out: TextIO) -> int:
+def _validate(args: argparse.Namespace, out: Output) -> int:
     root_type(args.contract)  # an unknown contract is a usage error, before any reading
     if args.mode and args.contract != PLANNING_BLOCK:
         raise UsageError(f"--mode applies to {PLANNING_BLOCK} only, not {args.contract}")
@@ -341,23 +422,33 @@ def _outcomes(
                 return
             data = _read_at_most(stream, limit)
     except OSError as error:
-        yield Outcome(name, None, (Violation("", _unreadable(error)),))
+        yield Outcome(name, None, Violations((Violation("", _unreadable(error)),)))
         return
     yield judge(name, None, data)
 
 
 def _read_at_most(stream: BinaryIO, limit: int) -> bytes | Violation:
-    """The whole stream, or the violation that says it is larger than `limit` bytes."""
-    data = stream.read(limit + 1)
-    if len(data) > limit:
+    """The whole stream, or the violation that says it is larger than `limit` bytes.
+
+    Read in chunks, so memory grows with what the stream holds, not with `limit`.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = stream.read(min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:
         return Violation("", f"larger than {limit} bytes (see --max-bytes)")
-    return data
+    return b"".join(chunks)
 
 
 def _opened(name: str) -> AbstractContextManager[BinaryIO]:
     """The file to read, or standard input for `-` (left open afterwards)."""
     if name == "-":
-        return nullcontext(sys.stdin.buffer)
+        return nullcontext(_standard_input().buffer)
     return Path(name).open("rb")
 
 
@@ -365,7 +456,7 @@ def _judge(
     contract: str, mode: Mode, name: str, line: int | None, data: bytes | Violation
 ) -> Outcome:
     if isinstance(data, Violation):
-        return Outcome(name, line, (data,))
+        return Outcome(name, line, Violations((data,)))
     try:
         if contract == PLANNING_BLOCK:
             decode_block(data, mode)
@@ -373,11 +464,16 @@ def _judge(
             decode(contract, data)
     except ContractError as error:
         return Outcome(name, line, error.violations)
-    return Outcome(name, line, ())
+    return Outcome(name, line, Violations())
 
 
 def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | Violation]]:
-    """Numbered lines of an NDJSON stream, each read in at most `limit` + 1 bytes of memory."""
+    """Numbered lines of an NDJSON stream, each read in at most `limit` + 1 bytes of memory.
+
+    A line longer than `limit` is refused; the rest of it is skipped if it
+    ends within `limit` more bytes, and otherwise the stream is read no
+    further (it may never end: /dev/zero), which the line's violation says.
+    """
     number = 0
     while True:
         line = stream.readline(limit + 1)
@@ -385,13 +481,27 @@ def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | Violatio
             return
         number += 1
         if len(line) > limit and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # skip the rest of the long line
-                line = stream.readline(limit + 1)
-            yield number, Violation("", f"line longer than {limit} bytes (see --max-bytes)")
+            too_long = f"line longer than {limit} bytes (see --max-bytes)"
+            if not _skipped_to_line_end(stream, limit):
+                ending = f"and it does not end within {limit} bytes more: the rest is not read"
+                yield number, Violation("", f"{too_long}, {ending}")
+                return
+            yield number, Violation("", too_long)
         elif not line.strip():
             yield number, Violation("", "empty line: expected one JSON document per line")
         else:
             yield number, line
+
+
+def _skipped_to_line_end(stream: BinaryIO, limit: int) -> bool:
+    """Whether the current line ends (or the stream does) within `limit` more bytes, read past."""
+    skipped = 0
+    while skipped <= limit:
+        rest = stream.readline(limit + 1 - skipped)
+        if not rest or rest.endswith(b"\n"):
+            return True
+        skipped += len(rest)
+    return False
 
 
 def _unreadable(error: OSError) -> str:
@@ -408,7 +518,7 @@ def _label(name: str) -> str:
 
 
 class _TextReport:
-    def __init__(self, out: TextIO, *, ndjson: bool) -> None:
+    def __init__(self, out: Output, *, ndjson: bool) -> None:
         self.out = out
         self.ndjson = ndjson
         self.valid = self.invalid = 0
@@ -424,8 +534,7 @@ class _TextReport:
             return
         self.invalid += 1
         self.file_invalid += 1
-        count = len(outcome.violations)
-        self.out.write(f"{where}: invalid ({count} violation{'s' if count > 1 else ''})\n")
+        self.out.write(f"{where}: invalid ({outcome.violations.summary()})\n")
         for violation in outcome.violations:
             self.out.write(f"  {_label(str(violation))}\n")
         self.out.flush()
@@ -449,15 +558,15 @@ class _TextReport:
 
 
 class _JsonReport:
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: Output) -> None:
         self.out = out
         self.invalid = 0
 
     def add(self, outcome: Outcome) -> None:
-        record: dict[str, object] = {"file": outcome.file, "valid": outcome.valid}
+        record: dict[str, object] = {"file": _json_name(outcome.file), "valid": outcome.valid}
         if outcome.line is not None:
             record["line"] = outcome.line
-        record["errors"] = _as_json(outcome.violations)
+        record.update(_as_json(outcome.violations))
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.out.flush()
         self.invalid += not outcome.valid
@@ -472,7 +581,7 @@ class _JsonReport:
 # normalize ----------------------------------------------------------------------
 
 
-def _normalize(args: argparse.Namespace, out: TextIO) -> int:
+def _normalize(args: argparse.Namespace, out: Output) -> int:
     root_type(args.contract)
     if args.contract != PLANNING_BLOCK:
         raise UsageError(f"only {PLANNING_BLOCK} documents can be normalized, not {args.contract}")
@@ -483,7 +592,7 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
         data = Violation("", _unreadable(error))
     result: Normalized | None = None
     if isinstance(data, Violation):
-        problems: tuple[Violation, ...] = (data,)
+        problems = Violations((data,))
     else:
         try:
             result = normalize_block(parse_document(PLANNING_BLOCK, data), args.mode)
@@ -492,7 +601,7 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
             problems = error.violations
     repairs = result.repairs if result else ()
     if args.json:
-        record: dict[str, Any] = {"file": args.file, "valid": not problems}
+        record: dict[str, Any] = {"file": _json_name(args.file), "valid": not problems}
         record["repairs"] = [
             {
                 "pointer": r.pointer,
@@ -502,8 +611,9 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
             }
             for r in repairs
         ]
-        record["errors"] = _as_json(problems)
+        record.update(_as_json(problems))
         record["block"] = result.block if result else None
+        # Written from a shallower frame than the parse, so as deep as it accepted.
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return EXIT_INVALID if problems else EXIT_OK
     label = _label(args.file)
@@ -513,9 +623,8 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
     for repair in repairs:
         sys.stderr.write(f"  {_label(str(repair))}\n")
     if problems:
-        noun = "violation" if len(problems) == 1 else "violations"
         verdict = "still invalid" if result is not None else "cannot be read"
-        sys.stderr.write(f"{label}: {verdict} ({len(problems)} {noun}), so nothing is printed\n")
+        sys.stderr.write(f"{label}: {verdict} ({problems.summary()}), so nothing is printed\n")
         for violation in problems:
             sys.stderr.write(f"  {_label(str(violation))}\n")
         return EXIT_INVALID
@@ -524,14 +633,25 @@ def _normalize(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _as_json(violations: tuple[Violation, ...]) -> list[dict[str, str]]:
-    return [{"pointer": v.pointer, "message": v.message} for v in violations]
+def _as_json(violations: Violations) -> dict[str, Any]:
+    """The `errors` of a JSON report, and `more_errors: true` when the list is cut."""
+    errors = [{"pointer": v.pointer, "message": v.message} for v in violations]
+    return {"errors": errors} if violations.complete else {"errors": errors, "more_errors": True}
+
+
+def _json_name(name: str) -> str:
+    """A file name for a JSON report, its bytes that are not UTF-8 escaped as text mode does.
+
+    Python reads such bytes of a name as lone surrogates (U+DC80 to U+DCFF),
+    which UTF-8 cannot encode: they are written as the text `\\udcXX`.
+    """
+    return "".join(f"\\u{ord(ch):04x}" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in name)
 
 
 # examples -----------------------------------------------------------------------
 
 
-def _examples(args: argparse.Namespace, out: TextIO) -> int:
+def _examples(args: argparse.Namespace, out: Output) -> int:
     """Decode every bundled example, then encode the typed object and decode it again."""
     names = contract_names()
     width = max(map(len, names))
@@ -562,7 +682,7 @@ def _examples(args: argparse.Namespace, out: TextIO) -> int:
 # execute ------------------------------------------------------------------------
 
 
-def _execute(args: argparse.Namespace, out: TextIO) -> int:
+def _execute(args: argparse.Namespace, out: Output) -> int:
     from plancontracts.runtime.executor import Limits, default_data_root, execute_plan
     from plancontracts.runtime.trace import render_trace
 
@@ -597,11 +717,11 @@ def _read_plan(name: str) -> Plan | Outcome:
     """The plan in file `name` (or stdin for -), or the outcome that says why there is none."""
     try:
         with _opened(name) as stream:
-            data = stream.read(DEFAULT_MAX_BYTES + 1)
+            data = _read_at_most(stream, DEFAULT_MAX_BYTES)
     except OSError as error:
-        return Outcome(name, None, (Violation("", _unreadable(error)),))
-    if len(data) > DEFAULT_MAX_BYTES:
-        return Outcome(name, None, (Violation("", f"larger than {DEFAULT_MAX_BYTES} bytes"),))
+        data = Violation("", _unreadable(error))
+    if isinstance(data, Violation):
+        return Outcome(name, None, Violations((data,)))
     try:
         plan: Plan = decode("plan", data)
     except ContractError as error:
@@ -612,7 +732,7 @@ def _read_plan(name: str) -> Plan | Outcome:
 # plan ---------------------------------------------------------------------------
 
 
-def _plan(args: argparse.Namespace, out: TextIO) -> int:
+def _plan(args: argparse.Namespace, out: Output) -> int:
     _stdin_at_most_once(args.inputs)
     for text in args.inputs:
         if not text.strip():
@@ -629,27 +749,45 @@ def _plan(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _stdin_at_most_once(names: list[str]) -> None:
+    """Check, before any work, that standard input is named at most once and is open if named."""
     if names.count("-") > 1:
         raise UsageError("standard input (-) can be read only once")
+    if "-" in names:
+        _standard_input()
 
 
 def _texts(arguments: list[str]) -> Iterator[str]:
     """Each argument, or for `-` each line of standard input, stripped; blank ones skipped."""
     for argument in arguments:
-        for text in sys.stdin if argument == "-" else [argument]:
+        for text in _standard_lines() if argument == "-" else [argument]:
             if text.strip():
                 yield text.strip()
 
 
-def _play(args: argparse.Namespace, out: TextIO) -> int:
+def _standard_lines() -> Iterator[str]:
+    """The lines of standard input; a failure to read it ends the command as a `StreamError`."""
+    stream = _standard_input()
+    while True:
+        try:
+            line = stream.readline()
+        except OSError as error:
+            raise StreamError(f"cannot read standard input: {_reason(error)}") from error
+        if not line:
+            return
+        yield line
+
+
+def _play(args: argparse.Namespace, out: Output) -> int:
+    _standard_input()  # closed: say so before the model loads
     planner = _planner(args)
     state: dict[str, Any] = {}
     choices: list[str] = []
     out.write("Type what you do; an empty line or end of input ends the game.\n")
+    lines = _standard_lines()
     while True:
         out.write("> ")
         out.flush()
-        line = sys.stdin.readline()
+        line = next(lines, "")
         if not line.strip():
             out.write("\n")
             return EXIT_OK
@@ -678,7 +816,7 @@ def _skills(args: argparse.Namespace) -> Any:
 
 
 def _turn(
-    planner: Any, text: str, args: argparse.Namespace, out: TextIO, state: dict[str, Any]
+    planner: Any, text: str, args: argparse.Namespace, out: Output, state: dict[str, Any]
 ) -> list[str]:
     """Play one turn: narration, a trace per attempt, and the choices offered (returned)."""
     from plancontracts.generated.tool_plans import UiEvent
@@ -739,12 +877,11 @@ def _stopped(why: str, status: int) -> int:
     """
     from plancontracts.runtime.generation import generating
 
-    with suppress(OSError):  # after SIGHUP, the terminal may be gone
-        sys.stderr.write(f"plancontracts: {why}\n")
+    _say(why)
     if generating():
-        with suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stderr.flush()
+        if sys.stdout is not None:
+            with suppress(OSError, ValueError):
+                sys.stdout.flush()
         os._exit(status)
     return status
 
@@ -840,7 +977,7 @@ def _run_trio(function: Any) -> Any:
 # think --------------------------------------------------------------------------
 
 
-def _think(args: argparse.Namespace, out: TextIO) -> int:
+def _think(args: argparse.Namespace, out: Output) -> int:
     from plancontracts.runtime.generation import GenerationFailed
     from plancontracts.runtime.thinking import NoModel, Thinker
 
@@ -872,7 +1009,7 @@ def _think(args: argparse.Namespace, out: TextIO) -> int:
 # generate -----------------------------------------------------------------------
 
 
-def _generate(args: argparse.Namespace, out: TextIO) -> int:
+def _generate(args: argparse.Namespace, out: Output) -> int:
     from plancontracts.codegen import generate
     from plancontracts.codegen.schemas import SchemaTreeError
 

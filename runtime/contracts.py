@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plancontracts.generated import ROOT_TYPES, SCHEMA_ONLY_RULES
 from plancontracts.runtime.errors import UnknownContractError
-
-if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
 
 
 def contract_names() -> tuple[str, ...]:
@@ -55,17 +52,3 @@ def contract_schema(contract: str) -> dict[str, Any]:
     """
     schema: dict[str, Any] = json.loads(_schema_text(contract))
     return schema
-
-
-@cache
-def schema_validator(contract: str) -> Draft202012Validator:
-    """A `jsonschema` validator for `contract`, built once per process.
-
-    Formats are annotations, as draft 2020-12 specifies by default; the
-    contracts assert uuid and date-time with patterns instead.
-    """
-    # Imported here: jsonschema costs a tenth of a second to import, which
-    # every skill script and CLI call would pay for nothing.
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(contract_schema(contract))

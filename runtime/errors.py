@@ -1,10 +1,21 @@
-"""The errors validation raises, and the violations they carry."""
+"""The errors validation raises, the violations they carry, and how values are quoted in them."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+MAX_VIOLATIONS = 100
+"""Violations listed for one document at most.
+
+A hostile document can break its contract millions of times (a 16 MB array
+of wrong items), and explaining each costs far more than the document itself,
+so validation stops looking once it has found more than this many and says
+that the list is cut (`Violations.complete`). Counting the rest exactly would
+cost what listing them costs, so the number left is not given.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,23 +34,46 @@ class Violation:
         return f"{self.pointer or '(document)'}: {self.message}"
 
 
+class Violations(tuple[Violation, ...]):
+    """The violations found in one document, in document order: a tuple that knows if it is cut.
+
+    `complete` is False when validation found more than `MAX_VIOLATIONS` and
+    stopped looking: these are the first ones found, and there are more.
+    """
+
+    complete: bool
+
+    def __new__(cls, listed: Iterable[Violation] = (), *, complete: bool = True) -> Violations:
+        found = super().__new__(cls, listed)
+        found.complete = complete
+        return found
+
+    def summary(self) -> str:
+        """How many violations there are, in words: "1 violation", "more than 100 violations"."""
+        count = len(self)
+        if not self.complete:
+            return f"more than {count} violations; the first {count} found are listed"
+        return f"{count} violation{'s' if count != 1 else ''}"
+
+
 class ContractError(ValueError):
     """A document is not a valid instance of its contract.
 
     `contract` names the contract; `violations` lists every problem found,
-    never empty. Malformed JSON is reported the same way, as one violation
-    at the document's root.
+    never empty, as `Violations`: where a document breaks its contract more
+    than `MAX_VIOLATIONS` times, the first ones found, with `complete` False.
+    Malformed JSON is reported the same way, as one violation at the
+    document's root.
     """
 
-    def __init__(self, contract: str, violations: tuple[Violation, ...]) -> None:
-        if not violations:
+    def __init__(self, contract: str, violations: Iterable[Violation]) -> None:
+        listed = violations if isinstance(violations, Violations) else Violations(violations)
+        if not listed:
             raise ValueError("a ContractError needs at least one violation")
         self.contract = contract
-        self.violations = violations
-        count = len(violations)
-        noun = "violation" if count == 1 else "violations"
-        lines = [f"not a valid {contract} document ({count} {noun}):"]
-        lines += [f"  {violation}" for violation in violations]
+        self.violations = listed
+        lines = [f"not a valid {contract} document ({listed.summary()}):"]
+        lines += [f"  {violation}" for violation in listed]
         super().__init__("\n".join(lines))
 
 
@@ -53,9 +87,72 @@ def printable(text: str) -> str:
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """A short, printable, one-line rendering of a JSON value, cut at `limit` characters."""
-    text = printable(json.dumps(value, ensure_ascii=False))
+    """A short, printable, one-line rendering of a JSON value, cut at `limit` characters.
+
+    Only what is shown is rendered, so quoting a value of any size or depth
+    costs about `limit` characters of work.
+    """
+    pieces: list[str] = []
+    length = 0
+    for piece in _json_pieces(value, longest=limit + 1):
+        pieces.append(piece)
+        length += len(piece)
+        if length > limit:
+            break
+    text = printable("".join(pieces))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Literal(str):
+    """Text already written as JSON: punctuation, or a key with its colon."""
+
+
+def _json_pieces(value: Any, *, longest: int) -> Iterator[str]:
+    """`value` written as `json.dumps` writes it, in pieces, for a caller that wants a start.
+
+    Separators are `", "` and `": "`, and text is not ASCII-escaped. Values
+    are walked in a loop, not by recursion, so any depth works; the pieces
+    come as they are written, for the caller to stop after `longest`
+    characters, so each string is written from its first `longest`
+    characters only. Raises TypeError for a value that is not JSON.
+    """
+
+    def string(text: str) -> str:
+        return json.dumps(text[:longest], ensure_ascii=False)
+
+    def members(node: dict[str, Any]) -> Iterator[Any]:
+        for index, (key, child) in enumerate(node.items()):
+            yield _Literal(f"{', ' if index else ''}{string(key)}: ")
+            yield child
+        yield _Literal("}")
+
+    def items(node: list[Any]) -> Iterator[Any]:
+        for index, child in enumerate(node):
+            if index:
+                yield _Literal(", ")
+            yield child
+        yield _Literal("]")
+
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack:
+        node = next(stack[-1], _END)
+        if node is _END:
+            stack.pop()
+        elif isinstance(node, _Literal):
+            yield node
+        elif isinstance(node, str):
+            yield string(node)
+        elif isinstance(node, dict):
+            yield "{"
+            stack.append(members(node))
+        elif isinstance(node, list):
+            yield "["
+            stack.append(items(node))
+        else:
+            yield json.dumps(node)
+
+
+_END = object()
 
 
 class UnknownContractError(LookupError):

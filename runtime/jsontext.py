@@ -10,8 +10,14 @@ parsed value writes one colon per object member plus the colons inside
 strings; the original text holds the same colons, plus one more for every
 member that a later duplicate replaced, as long as no colon was written as the
 escape `\\u003a`. So the colon counts differ exactly when a key was
-duplicated. When they differ, or when the escape occurs, a slow exact pass
+duplicated. When they differ, when the escape occurs, or when the value nests
+too deeply for msgspec to write it again, a slow exact pass over the text
 finds the first duplicate and where it is.
+
+The parser's nesting limit is msgspec's: it counts each level of arrays and
+objects against Python's recursion limit (1,000 by default, less the frames
+of the calling code). Nothing that reads a parsed value afterwards recurses,
+so every value the parser accepts gets a verdict.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
 _ENCODER = msgspec.json.Encoder()
 TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
+# A string (possessive, so that a long one costs no backtracking state) or a
+# character of JSON's structure; numbers and literals are skipped over.
+_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
 
 
 class MalformedJSON(ValueError):
@@ -71,31 +80,46 @@ def _may_hold_duplicates(data: bytes, value: Any) -> bool:
     # backslash can hold one, and a one-byte search finds that fast.
     if b"\\" in data and b"\\u003" in data:
         return True
-    return data.count(b":") != _ENCODER.encode(value).count(b":")
+    try:
+        written = _ENCODER.encode(value)
+    except RecursionError:
+        # Writing recurses from one frame deeper than parsing did, so the
+        # deepest values the parser accepts may not be written again.
+        return True
+    return data.count(b":") != written.count(b":")
 
 
 def _first_duplicate(data: bytes) -> tuple[str | None, str]:
-    """The pointer of the first duplicated key, or None when there is none."""
+    """The pointer of the first duplicated key in the text, or None when there is none.
 
-    class Pairs(list[tuple[str, Any]]):
-        pass
-
-    tree = json.loads(data, object_pairs_hook=Pairs)
-    stack: list[tuple[str, Any]] = [("", tree)]  # depth first, in document order
-    while stack:
-        pointer, node = stack.pop()
-        if isinstance(node, Pairs):
-            seen: set[str] = set()
-            for key, _ in node:
-                if key in seen:
-                    return f"{pointer}/{escape_token(key)}", key
-                seen.add(key)
-            children = [(f"{pointer}/{escape_token(key)}", child) for key, child in node]
-        elif isinstance(node, list):
-            children = [(f"{pointer}/{index}", child) for index, child in enumerate(node)]
+    `data` is well-formed JSON. One pass over its strings and punctuation,
+    in a loop: any depth works, and memory holds the keys of the objects
+    open at the moment, not a parsed copy.
+    """
+    # Per open container: the keys seen so far (None for an array) and the
+    # token that leads to its current member, a key or an index.
+    open_: list[tuple[set[str] | None, list[str | int]]] = []
+    text = b""
+    for match in _TOKENS.finditer(data):
+        token = match.group()
+        if token[0] == 0x22:  # '"': a string, a key if a colon follows
+            text = token
+        elif token == b":":
+            key = json.loads(text) if b"\\" in text else text[1:-1].decode()
+            seen, where = open_[-1]
+            assert seen is not None
+            where[0] = key
+            if key in seen:
+                return "".join(f"/{escape_token(str(w[0]))}" for _, w in open_), key
+            seen.add(key)
+        elif token == b",":
+            seen, where = open_[-1]
+            if seen is None:
+                where[0] = int(where[0]) + 1
+        elif token in (b"{", b"["):
+            open_.append((set(), [""]) if token == b"{" else (None, [0]))
         else:
-            continue
-        stack.extend(reversed(children))
+            open_.pop()
     return None, ""
 
 
@@ -131,7 +155,11 @@ def _diagnose(data: bytes, reason: str) -> MalformedJSON:
             f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         )
     except RecursionError:
-        return MalformedJSON(TOO_DEEP)
+        # It parses from deeper frames than msgspec, which got to the end of
+        # the text within its own limit: the text ends inside a value.
+        return MalformedJSON(
+            f"malformed JSON: the text ends inside a value ({_place(data, len(data))})"
+        )
     # The standard library accepts what msgspec rightly refuses: an escape
     # such as \ud800 that is half of a UTF-16 surrogate pair.
     return MalformedJSON("a \\u escape stands for half of a UTF-16 surrogate pair, not a character")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plancontracts.generated.planning_blocks import PlanningBlock
-from plancontracts.runtime.errors import Violation, shown
+from plancontracts.runtime.errors import Violations, shown
 from plancontracts.runtime.plain_text import (
     control_characters,
     has_markup,
@@ -85,7 +85,7 @@ class Normalized:
     block: Any
     "The repaired value (a new object; the input is not changed)."
     repairs: tuple[Repair, ...]
-    violations: tuple[Violation, ...]
+    violations: Violations
     "What is still wrong after the repairs, in the mode asked for."
 
     @property
@@ -93,7 +93,7 @@ class Normalized:
         return not self.violations
 
 
-def check_block(value: Any, mode: Mode = "story") -> tuple[Violation, ...]:
+def check_block(value: Any, mode: Mode = "story") -> Violations:
     """Every violation of the planning-block contract by the parsed JSON `value` in `mode`.
 
     Story mode is the contract's own judgement (`violations("planning-block",

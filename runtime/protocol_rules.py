@@ -11,7 +11,10 @@ hours their DC sets, from the moment the check failed.
 The rules read the value as parsed, whatever else is wrong with it: each one
 checks only what is there and well typed, so a document that breaks the
 schema still hears about the rest. Validation (`runtime.validation`) adds
-their violations to the schema's.
+their violations to the schema's. Each rule finds its violations one at a
+time, in time linear in the value's size, and walks values in loops, never
+by recursion, so hostile documents (a million choices, nesting as deep as the
+parser allows) cost no more than they must.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
+from itertools import islice
 from typing import Any, get_args
 
 import msgspec
 
 from plancontracts.generated.planning_blocks import Complexity
 from plancontracts.runtime.contracts import contract_schema
-from plancontracts.runtime.errors import Violation, shown
+from plancontracts.runtime.errors import MAX_VIOLATIONS, Violation, shown
 from plancontracts.runtime.jsontext import escape_token
 from plancontracts.runtime.plain_text import control_characters, has_markup
 from plancontracts.runtime.planning_mechanics import (
@@ -42,7 +46,6 @@ from plancontracts.runtime.planning_mechanics import (
 )
 
 __all__ = [
-    "MAX_TEXT_VIOLATIONS",
     "PLANNING_BLOCK",
     "as_integer",
     "check_inputs",
@@ -53,8 +56,8 @@ __all__ = [
 ]
 
 PLANNING_BLOCK = "planning-block"
-MAX_TEXT_VIOLATIONS = 100
-"Texts that are not plain text, listed at most: a hostile document could hold millions."
+NAMES_SHOWN = 5
+"Names quoted at most in one message (a block's choices, say): a hostile one could hold millions."
 
 
 @cache
@@ -72,33 +75,31 @@ def protocol_violations(contract: str, value: Any, mode: Mode = "story") -> list
     """The violations of `contract`'s rules beyond its schema by the parsed JSON `value`.
 
     `mode` matters for planning blocks only: Think mode adds its own rules.
-    A contract without such rules has no violations.
+    A contract without such rules has no violations. The search stops after
+    `MAX_VIOLATIONS` + 1, so a longer list means that there are more.
     """
     rules = _RULES.get(contract)
-    return rules(value, mode) if rules else []
+    return list(islice(rules(value, mode), MAX_VIOLATIONS + 1)) if rules else []
 
 
 # Planning blocks ------------------------------------------------------------------
 
 
-def _planning_block(value: Any, mode: Mode) -> list[Violation]:
+def _planning_block(value: Any, mode: Mode) -> Iterator[Violation]:
     if not isinstance(value, dict):
-        return []  # the schema says what it should have been
-    found = list(_plain_text(value))
+        return  # the schema says what it should have been
+    yield from _plain_text(value)
     choices = value.get("choices")
     keys = list(choices) if isinstance(choices, dict) else []
-    found += _choice_keys(keys)
+    yield from _choice_keys(keys)
     if isinstance(choices, dict):
-        found += _parallel_option(value, choices, mode)
-        found += _recommended_approach(value.get("analysis"), keys)
-    found += _plan_quality(value.get("plan_quality"))
+        yield from _parallel_option(value, choices, mode)
+        yield from _recommended_approach(value.get("analysis"), keys)
+    yield from _plan_quality(value.get("plan_quality"))
     if mode == "think":
-        found += [
-            Violation("", f'missing "{field}", which Think mode requires')
-            for field in _think_mode_fields()
-            if field not in value
-        ]
-    return found
+        for field in _think_mode_fields():
+            if field not in value:
+                yield Violation("", f'missing "{field}", which Think mode requires')
 
 
 # What any markup or control character looks like in a document's JSON as
@@ -109,13 +110,12 @@ _SUSPECT = re.compile(rb"<[A-Za-z/!?]|\\u00[01][0-9a-fA-F]|\\[bf]|\x7f|\xc2[\x80
 
 
 def _plain_text(value: Any) -> Iterator[Violation]:
-    """Every free text holding markup or control characters, up to MAX_TEXT_VIOLATIONS."""
+    """Every free text holding markup or control characters, in document order."""
     try:
         if not _SUSPECT.search(msgspec.json.encode(value)):
             return
     except (TypeError, UnicodeEncodeError, RecursionError, msgspec.EncodeError):
         pass  # not JSON msgspec writes (a lone surrogate, deep nesting): walk it all
-    found = 0
     for path, text in free_texts(PLANNING_BLOCK, value):
         problems, removed = [], []
         if has_markup(text):
@@ -128,14 +128,6 @@ def _plain_text(value: Any) -> Iterator[Violation]:
             removed.append("the control characters")
         if not problems:
             continue
-        found += 1
-        if found > MAX_TEXT_VIOLATIONS:
-            yield Violation(
-                "",
-                f"more than {MAX_TEXT_VIOLATIONS} texts are not plain text; only the first "
-                f"{MAX_TEXT_VIOLATIONS} are listed (normalize repairs them all)",
-            )
-            return
         yield Violation(
             pointer(path),
             f"{' and '.join(problems)}; text fields are plain text "
@@ -150,8 +142,10 @@ def free_texts(contract: str, value: Any) -> Iterator[tuple[tuple[str | int, ...
     judges alone); strings in fields the schema does not know are free too.
     """
     definitions = _schema(contract).get("$defs", {})
-    # A loop, not recursion: documents may nest about 1,000 levels deep.
-    stack: list[tuple[tuple[str | int, ...], Any, Any]] = [((), value, _schema(contract))]
+    # A loop, not recursion: documents nest as deeply as the parser allows. Each
+    # node's path is a link to its parent's, spelt out only for the strings
+    # yielded: copying paths as the walk goes down would cost depth squared.
+    stack: list[tuple[_Path, Any, Any]] = [(None, value, _schema(contract))]
     while stack:
         path, node, schema = stack.pop()
         while isinstance(schema, dict) and "$ref" in schema:
@@ -161,19 +155,29 @@ def free_texts(contract: str, value: Any) -> Iterator[tuple[tuple[str | int, ...
             schema = {}
         if isinstance(node, str):
             if not {"enum", "const", "pattern"} & set(schema):
-                yield path, node
+                yield _spelt(path), node
         elif isinstance(node, dict):
             known = schema.get("properties", {})
             others = schema.get("additionalProperties")
             stack += [
-                ((*path, key), child, known.get(key, others))
+                ((path, key), child, known.get(key, others))
                 for key, child in reversed(node.items())
             ]
         elif isinstance(node, list):
             items = schema.get("items")
-            stack += [
-                ((*path, index), child, items) for index, child in reversed(list(enumerate(node)))
-            ]
+            stack += [((path, index), node[index], items) for index in range(len(node) - 1, -1, -1)]
+
+
+_Path = tuple[Any, str | int] | None
+"A path as a chain of links: None for the root, else (the parent's path, the key or index)."
+
+
+def _spelt(path: _Path) -> tuple[str | int, ...]:
+    tokens: list[str | int] = []
+    while path is not None:
+        path, token = path
+        tokens.append(token)
+    return tuple(reversed(tokens))
 
 
 def pointer(path: tuple[str | int, ...]) -> str:
@@ -202,65 +206,53 @@ def _choice_keys(keys: list[str]) -> Iterator[Violation]:
         yield Violation(f"/choices/{escape_token(key)}", f"choice key {_show(key)} {rule}")
 
 
-def _parallel_option(block: dict[str, Any], choices: dict[str, Any], mode: Mode) -> list[Violation]:
+def _parallel_option(
+    block: dict[str, Any], choices: dict[str, Any], mode: Mode
+) -> Iterator[Violation]:
     keys = list(choices)
-    parallel = [key for key in keys if is_parallel(key)]
-    situational = situational_keys(keys)
-    found: list[Violation] = []
+    parallel = [(position, key) for position, key in enumerate(keys, 1) if is_parallel(key)]
+    situational = len(situational_keys(keys))
     if len(parallel) > 1:
-        names = ", ".join(map(_show, parallel))
-        found.append(
-            Violation("/choices", f"{len(parallel)} parallel options ({names}); a block offers one")
-        )
-    for key in parallel:
+        names = _names([key for _, key in parallel])
+        message = f"{len(parallel)} parallel options ({names}); a block offers one"
+        yield Violation("/choices", message)
+    for position, key in parallel:
         where = f"/choices/{escape_token(key)}"
-        if key != keys[-1]:
-            position = keys.index(key) + 1
-            found.append(
-                Violation(
-                    where,
-                    f"the parallel option is choice {position} of {len(keys)}; it must come last "
-                    "(normalize moves it)",
-                )
+        if position != len(keys):
+            yield Violation(
+                where,
+                f"the parallel option is choice {position} of {len(keys)}; it must come last "
+                "(normalize moves it)",
             )
-        if len(situational) < 2:
-            found.append(
-                Violation(
-                    where,
-                    "a parallel option runs 2 or more situational choices together; "
-                    f"this block has {len(situational)}",
-                )
+        if situational < 2:
+            yield Violation(
+                where,
+                "a parallel option runs 2 or more situational choices together; "
+                f"this block has {situational}",
             )
         else:
-            found += _coordination_dc(where, choices[key], len(situational))
+            yield from _coordination_dc(where, choices[key], situational)
     for key in keys:
         choice = choices[key]
         if not is_parallel(key) and isinstance(choice, dict) and "analysis" in choice:
-            found.append(
-                Violation(
-                    f"/choices/{escape_token(key)}/analysis",
-                    'only the parallel option (key "parallel" or "parallel_...") has an analysis',
-                )
+            yield Violation(
+                f"/choices/{escape_token(key)}/analysis",
+                'only the parallel option (key "parallel" or "parallel_...") has an analysis',
             )
     exclusion = block.get("parallel_exclusion")
     if isinstance(exclusion, str) and parallel:
-        found.append(
-            Violation(
-                "/parallel_exclusion",
-                f"says why the block offers no parallel option, but {_show(parallel[0])} is one",
-            )
+        yield Violation(
+            "/parallel_exclusion",
+            f"says why the block offers no parallel option, but {_show(parallel[0][1])} is one",
         )
     excused = exclusion in _enum("parallel_exclusion")
-    if mode == "think" and len(situational) >= 2 and not parallel and not excused:
-        found.append(
-            Violation(
-                "/choices",
-                f"{len(situational)} situational choices and no parallel option: in Think mode "
-                'a block with 2 or more offers one, last (key "parallel_..."), '
-                "unless parallel_exclusion says why not",
-            )
+    if mode == "think" and situational >= 2 and not parallel and not excused:
+        yield Violation(
+            "/choices",
+            f"{situational} situational choices and no parallel option: in Think mode "
+            'a block with 2 or more offers one, last (key "parallel_..."), '
+            "unless parallel_exclusion says why not",
         )
-    return found
 
 
 def _coordination_dc(where: str, choice: Any, tasks: int) -> list[Violation]:
@@ -298,19 +290,17 @@ def _coordination_dc(where: str, choice: Any, tasks: int) -> list[Violation]:
     return [Violation(f"{where}/analysis/coordination_dc", f"is {given}, but {because}")]
 
 
-def _recommended_approach(analysis: Any, keys: list[str]) -> list[Violation]:
+def _recommended_approach(analysis: Any, keys: list[str]) -> Iterator[Violation]:
     if not isinstance(analysis, dict):
-        return []
+        return
     named = analysis.get("recommended_approach")
     if not isinstance(named, str) or named in keys:
-        return []
-    offered = f"its choices are {', '.join(map(_show, keys))}" if keys else "it has no choices"
-    return [
-        Violation(
-            "/analysis/recommended_approach",
-            f"names {_show(named)}, which is not a choice of this block ({offered})",
-        )
-    ]
+        return
+    offered = f"its choices are {_names(keys)}" if keys else "it has no choices"
+    yield Violation(
+        "/analysis/recommended_approach",
+        f"names {_show(named)}, which is not a choice of this block ({offered})",
+    )
 
 
 def check_inputs(quality: Any) -> tuple[int, int] | None:
@@ -346,7 +336,7 @@ def _plan_quality(quality: Any) -> list[Violation]:
         return []
     roll, dc = inputs
     outcome = check_outcome(roll, dc)
-    found = []
+    found: list[Violation] = []
     if "margin" in quality and as_integer(quality["margin"]) != outcome.margin:
         found.append(
             Violation(
@@ -391,37 +381,30 @@ def _enum(field: str) -> tuple[Any, ...]:
 # Frozen plans ---------------------------------------------------------------------
 
 
-def _frozen_plans(value: Any, mode: Mode) -> list[Violation]:
+def _frozen_plans(value: Any, mode: Mode) -> Iterator[Violation]:
     if not isinstance(value, dict):
-        return []
-    found = []
+        return
     for topic, entry in value.items():
         if not isinstance(entry, dict):
             continue
         where = f"/{escape_token(topic)}"
         dc, hours = as_integer(entry.get("original_dc")), as_integer(entry.get("freeze_hours"))
         if dc is not None and hours is not None and hours != freeze_hours(dc):
-            found.append(
-                Violation(
-                    f"{where}/freeze_hours",
-                    f"is {hours}, but a failed check at DC {dc} freezes for {freeze_hours(dc)} "
-                    "hours",
-                )
+            yield Violation(
+                f"{where}/freeze_hours",
+                f"is {hours}, but a failed check at DC {dc} freezes for {freeze_hours(dc)} hours",
             )
         failed, until = as_integer(entry.get("failed_at")), as_integer(entry.get("freeze_until"))
         if failed is not None and until is not None and hours is not None:
             expected = failed + hours * HOUR
             if until != expected:
-                found.append(
-                    Violation(
-                        f"{where}/freeze_until",
-                        f"is {until}, but failed_at + {hours} hours is {expected}",
-                    )
+                yield Violation(
+                    f"{where}/freeze_until",
+                    f"is {until}, but failed_at + {hours} hours is {expected}",
                 )
-    return found
 
 
-_RULES: dict[str, Callable[[Any, Mode], list[Violation]]] = {
+_RULES: dict[str, Callable[[Any, Mode], Iterator[Violation]]] = {
     "planning-block": _planning_block,
     "frozen-plans": _frozen_plans,
 }
@@ -443,3 +426,10 @@ def as_integer(value: Any) -> int | None:
 
 def _show(value: Any) -> str:
     return shown(value, limit=40)
+
+
+def _names(names: list[str]) -> str:
+    """The first NAMES_SHOWN names, quoted, and how many more there are."""
+    listed = ", ".join(map(_show, names[:NAMES_SHOWN]))
+    more = len(names) - NAMES_SHOWN
+    return listed + (f" and {more} more" if more > 0 else "")

@@ -5,11 +5,14 @@ the generated structs, which enforce types, required and unknown fields,
 enums, bounds and patterns; contracts with rules beyond their schema (see
 `runtime.protocol_rules`) then have those checked. The authoritative schema
 takes over in three cases: to explain a rejection (msgspec stops at the first
-problem; the schema lists every one, each with its JSON Pointer), for
-contracts with rules the structs cannot express, and where the two disagree
-about a value, which happens for one known case only: JSON Schema counts `1.0`
-as an integer and msgspec does not. The schema decides; such numbers are
-typed as integers.
+problem; the schema lists them all, each with its JSON Pointer, up to
+`MAX_VIOLATIONS`), for contracts with rules the structs cannot express, and
+where the two disagree about a value, which happens for one known case only:
+JSON Schema counts `1.0` as an integer and msgspec does not. The schema
+decides; such numbers are typed as integers.
+
+Nothing here walks a value by recursion, so every value the parser accepts,
+however deep, gets its verdict.
 """
 
 from __future__ import annotations
@@ -17,18 +20,22 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from plancontracts.runtime.contracts import has_schema_only_rules, root_type, schema_validator
-from plancontracts.runtime.errors import ContractError, Violation, shown
-from plancontracts.runtime.jsontext import TOO_DEEP, MalformedJSON, escape_token, parse
+from plancontracts.runtime.contracts import contract_schema, has_schema_only_rules, root_type
+from plancontracts.runtime.errors import MAX_VIOLATIONS, ContractError, Violation, Violations, shown
+from plancontracts.runtime.jsontext import MalformedJSON, escape_token, parse
 from plancontracts.runtime.planning_mechanics import Mode
 from plancontracts.runtime.protocol_rules import protocol_violations
 from plancontracts.runtime.schema_text import display_pattern
 
 if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaError
 
 _ARRAY_INDEX = re.compile(r"[0-9]+")
@@ -72,30 +79,35 @@ def convert(contract: str, value: Any, *, mode: Mode = "story") -> Any:
     return typed
 
 
-def violations(contract: str, value: Any, *, mode: Mode = "story") -> tuple[Violation, ...]:
+def violations(contract: str, value: Any, *, mode: Mode = "story") -> Violations:
     """Every violation of `contract` by the parsed JSON `value`, in document order.
 
     That is the schema's violations and, for the contracts with rules beyond
     their schema (planning blocks, frozen plans; see `runtime.protocol_rules`),
     those rules' violations. `mode` matters for planning blocks only: Think
-    mode adds its own rules to Story mode's.
+    mode adds its own rules to Story mode's. Values of any size and depth are
+    judged in time linear in their size: where there are more than
+    `MAX_VIOLATIONS`, the search stops and the result lists the first ones
+    found, with `complete` False.
     """
-    validator = schema_validator(contract)
-    found: list[Violation] = []
-    try:
-        for error in validator.iter_errors(value):
-            found.extend(_explain(error, validator.schema))
-    except RecursionError:
-        # Only a value built in Python gets here: the parser refuses such nesting first.
-        return (Violation("", TOO_DEEP),)
-    return _merged(found, protocol_violations(contract, value, mode))
+    validator = _validator(contract)
+    errors = validator.iter_errors(value)
+    # One violation may come from several errors: `required` reports each
+    # missing field apart, and its explanation names them all at once.
+    found: dict[Violation, None] = {}
+    for violation in chain.from_iterable(_explain(error, validator.schema) for error in errors):
+        found[violation] = None
+        if len(found) > MAX_VIOLATIONS:
+            break
+    return _merged(list(found), protocol_violations(contract, value, mode))
 
 
-def _merged(schema: list[Violation], protocol: list[Violation]) -> tuple[Violation, ...]:
-    """Both lists in document order, without duplicates.
+def _merged(schema: list[Violation], protocol: list[Violation]) -> Violations:
+    """Both lists in document order, without duplicates, cut at MAX_VIOLATIONS.
 
     Where a rule explains a map key the schema's pattern refused (a choice
-    key that is not snake_case), its message replaces the pattern's.
+    key that is not snake_case), its message replaces the pattern's. Each
+    list holds more than MAX_VIOLATIONS only when its search was cut short.
     """
     explained = {violation.pointer for violation in protocol}
     kept = [
@@ -103,11 +115,18 @@ def _merged(schema: list[Violation], protocol: list[Violation]) -> tuple[Violati
         for violation in schema
         if not (violation.pointer in explained and violation.message.startswith("the key "))
     ]
-    return tuple(sorted(set(kept + protocol), key=_document_order))
+    ordered = sorted(set(kept + protocol), key=_document_order)
+    cut = max(len(schema), len(protocol), len(ordered)) > MAX_VIOLATIONS
+    return Violations(ordered[:MAX_VIOLATIONS], complete=not cut)
 
 
 def parse_document(contract: str, data: bytes | str) -> Any:
-    """Parse one document's text strictly; malformed JSON is a ContractError of `contract`."""
+    """Parse one document's text strictly; malformed JSON is a ContractError of `contract`.
+
+    Raises `UnknownContractError` first when no contract has that name, and
+    TypeError when `data` is neither bytes nor str.
+    """
+    root_type(contract)
     if isinstance(data, str):
         try:
             data = data.encode("utf-8")
@@ -125,17 +144,8 @@ def parse_document(contract: str, data: bytes | str) -> Any:
 
 
 def _convert_integral_floats(value: Any, target: Any) -> Any:
-    def integral(node: Any) -> Any:
-        if isinstance(node, float) and node.is_integer():
-            return int(node)
-        if isinstance(node, dict):
-            return {key: integral(child) for key, child in node.items()}
-        if isinstance(node, list):
-            return [integral(child) for child in node]
-        return node
-
     try:
-        return msgspec.convert(integral(value), target)
+        return msgspec.convert(_integral(value), target)
     except msgspec.ValidationError as error:
         raise AssertionError(
             f"the schema accepts a document that the generated types reject ({error}); "
@@ -143,17 +153,187 @@ def _convert_integral_floats(value: Any, target: Any) -> Any:
         ) from error
 
 
-def _document_order(violation: Violation) -> tuple[tuple[int, int | str], ...]:
+def _integral(value: Any) -> Any:
+    """A copy of a JSON value with every integral float as an int (2.0 as 2).
+
+    Made in a loop, not by recursion: values may nest as deeply as the parser allows.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, slot, node = stack.pop()
+        if isinstance(node, dict):
+            copy: Any = {}
+            stack += [(copy, key, child) for key, child in reversed(node.items())]
+        elif isinstance(node, list):
+            copy = [None] * len(node)
+            stack += [(copy, index, child) for index, child in enumerate(node)]
+        elif isinstance(node, float) and node.is_integer():
+            copy = int(node)
+        else:
+            copy = node
+        parent[slot] = copy
+    return root[0]
+
+
+def _document_order(violation: Violation) -> tuple[tuple[int, int, str], ...]:
+    # A value's own violations come before those inside it, where it starts.
+    # An index sorts by its value, compared as its length, then its digits:
+    # int() would refuse a key of more than 4,300 digits.
     tokens = violation.pointer.split("/")[1:]
-    ordered = ((0, int(t)) if _ARRAY_INDEX.fullmatch(t) else (1, t) for t in tokens)
-    return (*ordered, (2, violation.message))
+    ordered = ((0, len(t), t) if _ARRAY_INDEX.fullmatch(t) else (1, 0, t) for t in tokens)
+    return (*ordered, (-1, 0, violation.message))
+
+
+# The schema's judgement ---------------------------------------------------------
+
+
+@cache
+def _validator(contract: str) -> Draft202012Validator:
+    """A validator for `contract`'s schema whose work is bounded by what is explained.
+
+    jsonschema's own keywords write a message quoting the offending value
+    (its whole `repr`, however large or deep) and collect every error of
+    every branch of `anyOf` and `oneOf`. These messages are never shown
+    (violations are explained from the error's keyword and values, below),
+    so the keywords that quote or collect are replaced by equivalents that
+    do neither: each branch keeps at most MAX_VIOLATIONS + 1 errors. None
+    walks the value by recursion, and no contract's schema refers to itself,
+    so the validator's depth is the schema's, whatever the value's.
+    Formats are annotations, as draft 2020-12 specifies by default; the
+    contracts assert uuid and date-time with patterns instead.
+    """
+    # Imported here: jsonschema costs a tenth of a second to import, which
+    # every skill script and CLI call would pay for nothing.
+    from jsonschema import Draft202012Validator, validators
+
+    extend: Callable[..., type[Draft202012Validator]] = validators.extend  # untyped in its stubs
+    bounded = extend(Draft202012Validator, _bounded_keywords())
+    validator: Draft202012Validator = bounded(contract_schema(contract))
+    return validator
+
+
+def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
+    from jsonschema.exceptions import ValidationError
+
+    Keyword = Callable[[Any, Any, Any, Any], Iterator[ValidationError]]
+
+    def sizes(measure: Callable[[int], bool], kind: str) -> Keyword:
+        def keyword(validator: Any, bound: Any, instance: Any, _: Any) -> Iterator[SchemaError]:
+            if validator.is_type(instance, kind) and not measure(len(instance) - bound):
+                yield ValidationError("size out of bounds")
+
+        return keyword
+
+    def type_(validator: Any, types: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        wanted = types if isinstance(types, list) else [types]
+        if not any(validator.is_type(instance, kind) for kind in wanted):
+            yield ValidationError("wrong type")
+
+    def enum(validator: Any, allowed: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        if not any(_equal(instance, each) for each in allowed):
+            yield ValidationError("not one of the allowed values")
+
+    def const(validator: Any, expected: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        if not _equal(instance, expected):
+            yield ValidationError("not the constant")
+
+    def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        if validator.is_type(instance, "string") and not re.search(regex, instance):
+            yield ValidationError("does not match the pattern")
+
+    def branches(validator: Any, schemas: list[Any], instance: Any) -> Iterator[list[SchemaError]]:
+        for index, branch in enumerate(schemas):
+            errors = validator.descend(instance, branch, schema_path=index)
+            yield list(islice(errors, MAX_VIOLATIONS + 1))
+
+    def any_of(validator: Any, schemas: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        context: list[SchemaError] = []
+        for errors in branches(validator, schemas, instance):
+            if not errors:
+                return
+            context += errors
+        yield ValidationError("valid under no branch", context=context)
+
+    def one_of(validator: Any, schemas: Any, instance: Any, schema: Any) -> Iterator[SchemaError]:
+        context: list[SchemaError] = []
+        valid = 0
+        for errors in branches(validator, schemas, instance):
+            context += errors
+            valid += not errors
+            if valid > 1:
+                yield ValidationError("valid under more than one branch")
+                return
+        if not valid:
+            yield ValidationError("valid under no branch", context=context)
+
+    def additional_properties(
+        validator: Any, allowed: Any, instance: Any, schema: Any
+    ) -> Iterator[SchemaError]:
+        if not validator.is_type(instance, "object"):
+            return
+        known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
+        extras = (
+            key
+            for key in instance
+            if key not in known and not any(re.search(p, key) for p in patterns)
+        )
+        if validator.is_type(allowed, "object"):
+            for key in extras:
+                yield from validator.descend(instance[key], allowed, path=key)
+        elif allowed is False and next(extras, None) is not None:
+            yield ValidationError("unknown fields")  # explained one key at a time
+
+    return {
+        "type": type_,
+        "enum": enum,
+        "const": const,
+        "pattern": pattern,
+        "anyOf": any_of,
+        "oneOf": one_of,
+        "additionalProperties": additional_properties,
+        "minLength": sizes(lambda over: over >= 0, "string"),
+        "maxLength": sizes(lambda over: over <= 0, "string"),
+        "minItems": sizes(lambda over: over >= 0, "array"),
+        "maxItems": sizes(lambda over: over <= 0, "array"),
+        "minProperties": sizes(lambda over: over >= 0, "object"),
+        "maxProperties": sizes(lambda over: over <= 0, "object"),
+    }
+
+
+def _equal(one: Any, two: Any) -> bool:
+    """Whether two JSON values are equal as JSON Schema compares them (1 is 1.0, not true)."""
+    pairs = [(one, two)]
+    while pairs:
+        left, right = pairs.pop()
+        if isinstance(left, dict) and isinstance(right, dict):
+            if left.keys() != right.keys():
+                return False
+            pairs += [(left[key], right[key]) for key in left]
+        elif isinstance(left, list) and isinstance(right, list):
+            if len(left) != len(right):
+                return False
+            pairs += zip(left, right, strict=True)
+        elif isinstance(left, dict | list) or isinstance(right, dict | list):
+            return False
+        elif isinstance(left, bool) or isinstance(right, bool):
+            if left is not right:
+                return False
+        elif left != right:
+            return False
+    return True
 
 
 # Messages ------------------------------------------------------------------
 
 
-def _explain(error: SchemaError, root: Any) -> list[Violation]:
-    """Turn one jsonschema error into violations with plain, one-line messages."""
+def _explain(error: SchemaError, root: Any) -> Iterator[Violation]:
+    """Turn one jsonschema error into violations with plain, one-line messages, as they are needed.
+
+    One error can stand for millions of violations (an object with a million
+    unknown fields), so they come one at a time, for the caller to stop.
+    """
     pointer = _pointer(error.absolute_path)
     keyword = str(error.validator)
     expected: Any = error.validator_value
@@ -163,29 +343,28 @@ def _explain(error: SchemaError, root: Any) -> list[Violation]:
         # jsonschema reports a bad key at its object, with the key as the instance.
         key = str(instance)
         message = f"the key {_describe(keyword, expected, key)}"
-        return [Violation(f"{pointer}/{escape_token(key)}", message)]
-    if keyword == "additionalProperties" and expected is False:
+        yield Violation(f"{pointer}/{escape_token(key)}", message)
+    elif keyword == "additionalProperties" and expected is False:
         known = list(schema.get("properties", {}))
-        return [
-            Violation(f"{pointer}/{escape_token(key)}", _unknown_field(key, known))
-            for key in instance
-            if key not in known
-        ]
-    if keyword == "oneOf" and "discriminator" in schema:
-        return _explain_tagged(error, schema, pointer, root)
-    if keyword == "anyOf" and {"type": "null"} in expected:
+        for key in instance:
+            if key not in known:
+                yield Violation(f"{pointer}/{escape_token(key)}", _unknown_field(key, known))
+    elif keyword == "oneOf" and "discriminator" in schema:
+        yield from _explain_tagged(error, schema, pointer, root)
+    elif keyword == "anyOf" and {"type": "null"} in expected:
         # A nullable value: explain what is wrong with the value it is not null for.
         null_branch = expected.index({"type": "null"})
-        return [
-            Violation(violation.pointer, f"{violation.message}, or null")
-            for sub in error.context or ()
-            if sub.relative_schema_path[0] != null_branch
-            for violation in _explain(sub, root)
-        ]
-    return [Violation(pointer, _describe(keyword, expected, instance))]
+        for sub in error.context or ():
+            if sub.relative_schema_path[0] != null_branch:
+                for violation in _explain(sub, root):
+                    yield Violation(violation.pointer, f"{violation.message}, or null")
+    else:
+        yield Violation(pointer, _describe(keyword, expected, instance))
 
 
-def _explain_tagged(error: SchemaError, schema: Any, pointer: str, root: Any) -> list[Violation]:
+def _explain_tagged(
+    error: SchemaError, schema: Any, pointer: str, root: Any
+) -> Iterator[Violation]:
     tag = schema["discriminator"]["propertyName"]
     tags = []
     for branch in schema["oneOf"]:
@@ -194,19 +373,17 @@ def _explain_tagged(error: SchemaError, schema: Any, pointer: str, root: Any) ->
     instance: Any = error.instance
     choices = ", ".join(json.dumps(value) for value in tags)
     if not isinstance(instance, dict):
-        return [Violation(pointer, f"expected an object, got {_json_type(instance)}")]
-    if tag not in instance:
-        return [Violation(pointer, f'missing required field "{tag}" (one of {choices})')]
-    if instance[tag] not in tags:
+        yield Violation(pointer, f"expected an object, got {_json_type(instance)}")
+    elif tag not in instance:
+        yield Violation(pointer, f'missing required field "{tag}" (one of {choices})')
+    elif not any(_equal(instance[tag], known) for known in tags):
         message = f"unknown {tag} {shown(instance[tag])}; expected one of {choices}"
-        return [Violation(f"{pointer}/{escape_token(tag)}", message)]
-    chosen = tags.index(instance[tag])
-    return [
-        violation
-        for sub in error.context or ()
-        if sub.relative_schema_path[0] == chosen
-        for violation in _explain(sub, root)
-    ]
+        yield Violation(f"{pointer}/{escape_token(tag)}", message)
+    else:
+        chosen = tags.index(instance[tag])
+        for sub in error.context or ():
+            if sub.relative_schema_path[0] == chosen:
+                yield from _explain(sub, root)
 
 
 def _describe(keyword: str, expected: Any, instance: Any) -> str:
@@ -263,7 +440,11 @@ _BOUNDS = {
 
 
 def _unknown_field(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
+    # difflib indexes every character of the key. A key more than 2.34 times as
+    # long as every known name cannot reach its 0.6 similarity cutoff (2 x the
+    # shorter length / the sum of both), so such keys skip it: one can be 16 MB.
+    longest = max(map(len, known), default=0)
+    close = difflib.get_close_matches(key, known, n=1) if len(key) <= 3 * longest else []
     hint = f'; did you mean "{close[0]}"?' if close else ""
     return f"unknown field {shown(key)}{hint}"
 

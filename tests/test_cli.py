@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -189,13 +190,117 @@ raise SystemExit(status)
 def test_an_overlong_ndjson_line_is_reported_and_the_stream_goes_on(tmp_path: Path) -> None:
     path = tmp_path / "events.ndjson"
     done_event = json.dumps({"version": "0", "type": "done", "ok": True})
-    long_event = json.dumps({"version": "0", "type": "log", "level": "info", "message": "x" * 5000})
+    long_event = json.dumps({"version": "0", "type": "log", "level": "info", "message": "x" * 1500})
     path.write_text(f"{long_event}\n{done_event}\n")
     done = run("validate", "--ndjson", "--max-bytes", "1000", "tool-event", str(path))
     assert done.returncode == 1
     assert "events.ndjson:1: invalid" in done.stdout
-    assert "line longer than 1000 bytes" in done.stdout
+    assert "  (document): line longer than 1000 bytes (see --max-bytes)\n" in done.stdout
     assert "events.ndjson: 2 documents, 1 invalid" in done.stdout
+
+
+def test_a_line_without_end_stops_the_reading_of_its_file_at_once(tmp_path: Path) -> None:
+    # /dev/zero is one endless line: it is refused after twice --max-bytes, not read forever.
+    good = tmp_path / "good.ndjson"
+    good.write_text(json.dumps({"version": "0", "type": "done", "ok": True}) + "\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "plancontracts",
+            "validate",
+            "--ndjson",
+            "--max-bytes",
+            "1000",
+            "tool-event",
+            "/dev/zero",
+            str(good),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "/dev/zero:1: invalid (1 violation)",
+        "  (document): line longer than 1000 bytes (see --max-bytes), and it does not end "
+        "within 1000 bytes more: the rest is not read",
+        "/dev/zero: 1 document, 1 invalid",
+        f"{good}: 1 document, 0 invalid",
+        "2 documents checked: 1 valid, 1 invalid",
+    ]
+
+
+@pytest.mark.parametrize("limit", ["30000000000", "100000000000000000000", "1073741825"])
+def test_max_bytes_is_at_most_one_gibibyte(limit: str) -> None:
+    for command in ("validate", "normalize"):
+        contract = "planning-block" if command == "normalize" else "plan"
+        done = run(command, "--max-bytes", limit, contract, "-")
+        assert done.returncode == 2
+        assert f"must be at most 1073741824 (1 GiB): {limit}" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_the_largest_max_bytes_reads_only_what_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(PLAN))
+    for source in (str(path), "-"):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CHILD_PEAK,
+                "validate",
+                "--max-bytes",
+                "1073741824",
+                "plan",
+                source,
+            ],
+            input=json.dumps(PLAN).encode(),
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        peak_kib = int(done.stderr.strip().splitlines()[-1])
+        assert peak_kib < 150 * 1024, f"peak memory {peak_kib} KiB"
+
+
+def test_a_file_name_that_is_not_utf8_is_escaped_in_json_reports(tmp_path: Path) -> None:
+    path = tmp_path / os.fsdecode(b"plan-\xff.json")
+    path.write_text(json.dumps(PLAN))
+    block = tmp_path / os.fsdecode(b"block-\xfe.json")
+    block.write_text(json.dumps(contract_schema("planning-block")["examples"][0]))
+    for command, contract, name, shown in [
+        ("validate", "plan", path, f"{tmp_path}/plan-\\udcff.json"),
+        ("normalize", "planning-block", block, f"{tmp_path}/block-\\udcfe.json"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "plancontracts", command, "--json", contract, str(name)],
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.decode("utf-8"))["file"] == shown  # strictly UTF-8
+    text = run("validate", "plan", str(path))  # as text mode writes it
+    assert f"{tmp_path}/plan-\\udcff.json: valid" in text.stdout
+
+
+def test_a_document_with_too_many_violations_says_the_list_is_cut(tmp_path: Path) -> None:
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({**PLAN, "tools": [1] * 5000}))
+    done = run("validate", "plan", str(path))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        f"{path}: invalid (more than 100 violations; the first 100 found are listed)"
+    )
+    assert len(lines) == 1 + 100 + 1
+    record = json.loads(run("validate", "--json", "plan", str(path)).stdout)
+    assert len(record["errors"]) == 100
+    assert record["more_errors"] is True
+    complete = run("validate", "--json", "plan", "-", stdin=b"{}")
+    assert "more_errors" not in json.loads(complete.stdout)
 
 
 def test_a_directory_or_missing_file_is_an_invalid_document_not_a_crash(tmp_path: Path) -> None:

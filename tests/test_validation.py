@@ -19,6 +19,7 @@ from plancontracts.runtime import (
     decode,
     violations,
 )
+from plancontracts.runtime.errors import MAX_VIOLATIONS, shown
 from plancontracts.runtime.jsontext import MalformedJSON, parse
 
 PLAN = contract_schema("plan")["examples"][0]
@@ -240,3 +241,54 @@ def test_a_pattern_is_quoted_whole_and_as_a_reader_writes_it() -> None:
         '"not-a-uuid" does not match the pattern "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}'
         '-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"',
     )
+
+
+# Hostile documents: bounded lists of violations ------------------------------------
+
+
+def test_an_unknown_contract_is_named_before_the_text_is_read() -> None:
+    with pytest.raises(UnknownContractError, match="unknown contract 'nosuch'"):
+        decode("nosuch", b"{x")
+
+
+def test_a_document_breaking_its_contract_a_million_times_lists_the_first_100() -> None:
+    with pytest.raises(ContractError) as raised:
+        decode("plan", plan_with(tools=[1] * 1_000_000))
+    found = raised.value.violations
+    assert len(found) == MAX_VIOLATIONS == 100
+    assert not found.complete
+    assert Violation("/tools", "has 1000000 items; at most 1024 allowed") in found
+    assert str(raised.value).startswith(
+        "not a valid plan document (more than 100 violations; the first 100 found are listed):"
+    )
+
+
+def test_a_million_unknown_fields_are_listed_in_bounded_form() -> None:
+    document = {**PLAN, **{f"k{index}": 1 for index in range(1_000_000)}}
+    found = violations("plan", document)
+    assert len(found) == 100
+    assert not found.complete
+    assert found[0] == Violation("/k0", 'unknown field "k0"')
+
+
+def test_a_complete_list_says_so() -> None:
+    found = violations("plan", {"tools": []})
+    assert found.complete
+    assert found.summary() == "1 violation"
+
+
+@pytest.mark.parametrize(
+    "key", ["1" * 5000, "x" * 10_000_000], ids=["5000 digits", "10 MB, no suggestion"]
+)
+def test_any_key_gets_a_verdict(key: str) -> None:
+    violation = violation_of("plan", json.dumps({**PLAN, key: 1}))
+    assert violation.pointer == f"/{key}"
+    assert violation.message == f"unknown field {shown(key)}"
+
+
+def test_values_are_quoted_short_whatever_their_size_or_depth() -> None:
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    assert shown(deep) == "[" * 59 + "…"
+    assert shown({"a": [1] * 10_000_000}, limit=20) == '{"a": [1, 1, 1, 1, …'
