@@ -98,7 +98,7 @@ class ModelWriter:
         template = llama.metadata.get("tokenizer.chat_template") or None
         # chat_mode off: prompts arrive rendered through the model's own chat
         # template (runtime.prompts), and plain completion honours stopping criteria.
-        model = outlines.from_llamacpp(llama, chat_mode=False)
+        model: Any = outlines.from_llamacpp(llama, chat_mode=False)
         model.model = _KeepingEvaluatedPrefix(llama)
         return cls(path, llama, model, template)
 
