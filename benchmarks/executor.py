@@ -35,8 +35,9 @@ import msgspec
 import trio
 
 from plancontracts.generated.tool_plans import Plan, ToolInvocation, ToolRequest
-from plancontracts.runtime.executor import EmitEvent, Limits, execute_plan
-from plancontracts.runtime.skills import SkillSet, bundled_skills, discover_skills
+from plancontracts.runtime.engine.executor import EmitEvent, execute_plan
+from plancontracts.runtime.engine.limits import Limits
+from plancontracts.runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 
 ROUNDS = 7
 TOOLS = 1000

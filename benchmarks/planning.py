@@ -30,11 +30,13 @@ from functools import partial
 
 import trio
 
-from plancontracts.runtime.decoding_profiles import ProfileBug, plan_profile
-from plancontracts.runtime.executor import check_plan
-from plancontracts.runtime.generation import GenerationFailed, ModelWriter
-from plancontracts.runtime.planner import Planner
-from plancontracts.runtime.prompts import narrator_messages, render_chat
+from plancontracts.runtime.core.profiles import ProfileBug
+from plancontracts.runtime.engine.executor import check_plan
+from plancontracts.runtime.model.chat import render_chat
+from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans.profiles import plan_profile
+from plancontracts.runtime.tool_plans.prompts import narrator_messages
 
 INPUTS = [
     "I light the torch",

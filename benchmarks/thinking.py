@@ -25,11 +25,13 @@ import time
 import msgspec
 import trio
 
-from plancontracts.runtime.decoding_profiles import ProfileBug
-from plancontracts.runtime.generation import GenerationFailed
-from plancontracts.runtime.planning_blocks import check_block, normalize_block
-from plancontracts.runtime.planning_mechanics import Mode
-from plancontracts.runtime.thinking import Thinker
+from plancontracts import violations
+from plancontracts.runtime.core.profiles import ProfileBug
+from plancontracts.runtime.model.generation import GenerationFailed
+from plancontracts.runtime.planning_blocks.blocks import normalize_block
+from plancontracts.runtime.planning_blocks.mechanics import Mode
+from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, rules_in
+from plancontracts.runtime.planning_blocks.thinking import Thinker
 
 SITUATIONS = [
     "A bored guard watches the only bridge into town at dusk",
@@ -85,7 +87,7 @@ async def main() -> int:
         else:
             times[mode].append(elapsed)
         value = msgspec.to_builtins(thought.block)
-        problems = check_block(value, mode)
+        problems = violations(PLANNING_BLOCK, value, rules=rules_in(mode))
         repairs = normalize_block(value, mode).repairs
         for problem in [*problems, *repairs]:
             print(f"  {situation!r} ({mode}): {problem}", file=sys.stderr)

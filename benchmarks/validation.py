@@ -31,9 +31,9 @@ from typing import Any
 import msgspec
 from jsonschema import Draft202012Validator
 
-from plancontracts.runtime import contract_schema, decode
-from plancontracts.runtime.jsontext import parse
-from plancontracts.runtime.planning_mechanics import coordination_dc
+from plancontracts import contract_schema, decode
+from plancontracts.runtime.core.jsontext import parse
+from plancontracts.runtime.planning_blocks.mechanics import coordination_dc
 
 ROUNDS = 7
 MIN_ROUND_SECONDS = 0.2

@@ -44,6 +44,8 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]]) -> str:
         "`ROOT_TYPES` maps each contract name to the type of its documents.",
         "`SCHEMA_ONLY_RULES` maps each contract to the JSON Pointers of the schema keywords",
         "the models cannot enforce; validation runs the schema for those contracts.",
+        "`FAMILIES` maps each contract to its family: the module of its models here, and",
+        "the package of `plancontracts.runtime` that holds the family's rules and runtime.",
         '"""',
         "",
         "from typing import Any, Final",
@@ -58,6 +60,9 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]]) -> str:
     for name in tree.contracts:
         pointers = "".join(f'"{pointer}", ' for pointer in rules[name])
         lines.append(f'    "{name}": ({pointers}),')
+    lines += ["}", "", "FAMILIES: Final[dict[str, str]] = {"]
+    for name, contract in tree.contracts.items():
+        lines.append(f'    "{name}": "{module_name(contract.family)}",')
     lines += ["}", ""]
     return "\n".join(lines)
 

@@ -5,6 +5,8 @@
 `ROOT_TYPES` maps each contract name to the type of its documents.
 `SCHEMA_ONLY_RULES` maps each contract to the JSON Pointers of the schema keywords
 the models cannot enforce; validation runs the schema for those contracts.
+`FAMILIES` maps each contract to its family: the module of its models here, and
+the package of `plancontracts.runtime` that holds the family's rules and runtime.
 """
 
 from typing import Any, Final
@@ -71,4 +73,32 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "story-update-element": (),
     "tool-event": (),
     "tool-request": (),
+}
+
+FAMILIES: Final[dict[str, str]] = {
+    "execution-result": "tool_plans",
+    "frozen-plans": "planning_blocks",
+    "goal-plan": "goal_plans",
+    "goal-plan-output": "goal_plans",
+    "plan": "tool_plans",
+    "planning-block": "planning_blocks",
+    "session-add-step": "session_plans",
+    "session-clear-plan": "session_plans",
+    "session-mark-step": "session_plans",
+    "session-plan": "session_plans",
+    "session-read-plan": "session_plans",
+    "session-setup-plan": "session_plans",
+    "session-update-step": "session_plans",
+    "skill-manifest": "tool_plans",
+    "story-act-outline": "story_packages",
+    "story-character": "story_packages",
+    "story-finalize-node": "story_packages",
+    "story-finalize-package": "story_packages",
+    "story-node-encounters": "story_packages",
+    "story-node-web": "story_packages",
+    "story-package": "story_packages",
+    "story-premise": "story_packages",
+    "story-update-element": "story_packages",
+    "tool-event": "tool_plans",
+    "tool-request": "tool_plans",
 }

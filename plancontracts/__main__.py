@@ -1,3 +1,3 @@
-from plancontracts.runtime.cli import main
+from plancontracts.runtime.cli.main import main
 
 raise SystemExit(main())

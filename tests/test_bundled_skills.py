@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from plancontracts import contract_schema
 from plancontracts.generated.tool_plans import (
     DoneEvent,
     ErrorEvent,
@@ -34,8 +35,7 @@ from plancontracts.generated.tool_plans import (
     ToolEvent,
     UiEvent,
 )
-from plancontracts.runtime import contract_schema
-from plancontracts.runtime.validation import decode
+from plancontracts.runtime.core.validation import decode
 from plancontracts.skills import BUNDLED_SKILLS
 
 SKILLS = ("dice-roller", "door-examiner", "memory", "reputation", "storyteller", "torch-lighter")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from plancontracts.runtime import contract_names, contract_schema
+from plancontracts import contract_names, contract_schema
 
 PLAN = contract_schema("plan")["examples"][0]
 EVENTS = contract_schema("tool-event")["examples"]
@@ -179,7 +179,7 @@ def test_a_document_over_the_size_limit_is_refused_in_bounded_memory(tmp_path: P
 CHILD_PEAK = """
 import re, sys
 from pathlib import Path
-from plancontracts.runtime.cli import main
+from plancontracts.runtime.cli.main import main
 status = main(sys.argv[1:])
 status_text = Path("/proc/self/status").read_text()
 print(re.search(r"VmHWM:\\s+(\\d+) kB", status_text).group(1), file=sys.stderr)

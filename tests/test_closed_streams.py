@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from commands import _WITHOUT_A_MODEL
 
-from plancontracts.runtime import contract_schema
+from plancontracts import contract_schema
 
 PLAN = contract_schema("plan")["examples"][0]
 BLOCK = contract_schema("planning-block")["examples"][0]

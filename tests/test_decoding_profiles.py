@@ -11,15 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from plancontracts.runtime import contract_names, violations
-from plancontracts.runtime.decoding_profiles import (
-    WHITESPACE,
-    Bounds,
-    contract_profile,
-    plan_profile,
-)
-from plancontracts.runtime.protocol_rules import has_protocol_rules
-from plancontracts.runtime.skills import SkillSet, bundled_skills
+from plancontracts import contract_names, violations
+from plancontracts.runtime.core.profiles import WHITESPACE, Bounds, contract_profile
+from plancontracts.runtime.core.rules import rules_of
+from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
+from plancontracts.runtime.tool_plans.profiles import plan_profile
 from tests.schema_strategies import valid_documents
 
 SKILLS = sorted(bundled_skills().skills)
@@ -68,7 +64,7 @@ def test_every_contract_profile_is_closed_and_bounded(contract: str) -> None:
 # (tests/test_thinking.py for blocks); frozen plans are written by code, never a model.
 @pytest.mark.parametrize(
     "contract",
-    [name for name in contract_names() if name != "plan" and not has_protocol_rules(name)],
+    [name for name in contract_names() if name != "plan" and rules_of(name) is None],
 )
 def test_what_a_contract_profile_allows_the_contract_accepts(contract: str) -> None:
     profile = contract_profile(contract)

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plancontracts.runtime import ContractError, contract_schema, decode
-from plancontracts.runtime.jsontext import TOO_DEEP
+from plancontracts import ContractError, contract_schema, decode
+from plancontracts.runtime.core.jsontext import TOO_DEEP
 
 PLAN = contract_schema("plan")["examples"][0]
 BLOCK = contract_schema("planning-block")["examples"][0]

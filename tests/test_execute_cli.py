@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from plancontracts.runtime import contract_schema, violations
+from plancontracts import contract_schema, violations
 
 FAULTS = Path(__file__).parent / "fault_skills"
 

@@ -21,9 +21,10 @@ import trio
 from local_servers import http_server, silent_server
 
 from plancontracts.generated.tool_plans import Plan, ToolInvocation
-from plancontracts.runtime.executor import Limits, check_plan, execute_plan
-from plancontracts.runtime.jsontext import MalformedJSON, parse
-from plancontracts.runtime.skills import discover_skills
+from plancontracts.runtime.core.jsontext import MalformedJSON, parse
+from plancontracts.runtime.engine.executor import check_plan, execute_plan
+from plancontracts.runtime.engine.limits import Limits
+from plancontracts.runtime.engine.skills import discover_skills
 
 PLAN_ID = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
 # Generous: these commands end in about a second, and within their --timeout

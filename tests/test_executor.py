@@ -31,16 +31,16 @@ from plancontracts.generated.tool_plans import (
     ToolRequest,
     UiEvent,
 )
-from plancontracts.runtime.executor import (
+from plancontracts.runtime.core.validation import violations
+from plancontracts.runtime.engine.executor import (
     EmitEvent,
-    Limits,
     ToolFunction,
     check_plan,
     execute_plan,
     merge_patch,
 )
-from plancontracts.runtime.skills import SkillSet, bundled_skills
-from plancontracts.runtime.validation import violations
+from plancontracts.runtime.engine.limits import Limits
+from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
 
 NO_RETRY = RetryPolicy(max_retries=0)
 
@@ -591,7 +591,7 @@ def test_a_tool_event_union_member_round_trips() -> None:
 
 
 def test_the_default_data_root_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from plancontracts.runtime.executor import default_data_root
+    from plancontracts.runtime.engine.executor import default_data_root
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_data_root() == tmp_path / "plancontracts" / "skills"

@@ -15,10 +15,10 @@ from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
 
 from plancontracts.generated.tool_plans import Plan, PlanMetadata, ToolInvocation
-from plancontracts.runtime.executor import Limits
-from plancontracts.runtime.narrator import Turn, fallback_narration, play_turn
-from plancontracts.runtime.planner import Planner
-from plancontracts.runtime.skills import SkillSet, discover_skills
+from plancontracts.runtime.engine.limits import Limits
+from plancontracts.runtime.engine.skills import SkillSet, discover_skills
+from plancontracts.runtime.tool_plans.narrator import Turn, fallback_narration, play_turn
+from plancontracts.runtime.tool_plans.planner import Planner
 from plancontracts.skills import BUNDLED_SKILLS
 
 FAULTS = Path(__file__).parent / "fault_skills"

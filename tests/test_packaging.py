@@ -79,7 +79,7 @@ def test_generate_in_an_installed_copy_asks_for_the_folders(
 ) -> None:
     done = python_in(
         installed,
-        "from plancontracts.runtime.cli import main\n"
+        "from plancontracts.runtime.cli.main import main\n"
         "raise SystemExit(main(['generate', '--check']))",
         tmp_path,
     )
@@ -93,8 +93,8 @@ def test_the_installed_package_runs_a_plan_with_its_bundled_skills(
     done = python_in(
         installed,
         "import json\n"
-        "from plancontracts.runtime import contract_schema\n"
-        "from plancontracts.runtime.cli import main\n"
+        "from plancontracts import contract_schema\n"
+        "from plancontracts.runtime.cli.main import main\n"
         "open('plan.json', 'w').write(json.dumps(contract_schema('plan')['examples'][1]))\n"
         "raise SystemExit(main(['execute', 'plan.json', '--data', 'data']))",
         tmp_path,

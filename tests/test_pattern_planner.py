@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plancontracts.runtime.executor import check_plan
-from plancontracts.runtime.pattern_planner import pattern_plan
-from plancontracts.runtime.skills import SkillSet, bundled_skills
-from plancontracts.runtime.validation import decode
+from plancontracts.runtime.core.validation import decode
+from plancontracts.runtime.engine.executor import check_plan
+from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
+from plancontracts.runtime.tool_plans.pattern_planner import pattern_plan
 
 SKILLS = sorted(bundled_skills().skills)
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plancontracts.runtime.plain_text import has_markup, neutralise
+from plancontracts.runtime.core.plain_text import has_markup, neutralise
 
 
 class _MarkupRecorder(HTMLParser):

@@ -25,13 +25,14 @@ import trio
 from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
 
-from plancontracts.runtime.decoding_profiles import plan_profile
-from plancontracts.runtime.executor import check_plan
-from plancontracts.runtime.generation import GenerationFailed, ModelWriter
-from plancontracts.runtime.local_model import DEFAULT_MODEL, NotAModel, check_gguf
-from plancontracts.runtime.planner import Planner
-from plancontracts.runtime.prompts import narrator_messages, render_chat
-from plancontracts.runtime.skills import bundled_skills
+from plancontracts.runtime.engine.executor import check_plan
+from plancontracts.runtime.engine.skills import bundled_skills
+from plancontracts.runtime.model.chat import render_chat
+from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.model.resolution import DEFAULT_MODEL, NotAModel, check_gguf
+from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans.profiles import plan_profile
+from plancontracts.runtime.tool_plans.prompts import narrator_messages
 
 FAKE_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(1000)
 # A schema that makes the model write at length: at least 2,000 characters,
@@ -58,7 +59,7 @@ def resolve(env: dict[str, str], *args: str) -> list[str]:
     """The lines the resolution order says, run in a fresh process with `env`."""
     code = (
         "import sys\n"
-        "from plancontracts.runtime.local_model import candidates\n"
+        "from plancontracts.runtime.model.resolution import candidates\n"
         "for found in candidates(*sys.argv[1:2] or [None], download=True):\n"
         "    print(f'FOUND {found.path} ({found.source})')\n"
     )

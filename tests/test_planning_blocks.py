@@ -19,16 +19,11 @@ from commands import plancontracts
 from hypothesis import given
 from schema_strategies import JSON_VALUES
 
-from plancontracts.runtime import ContractError, Violation, decode
-from plancontracts.runtime.errors import MAX_VIOLATIONS
-from plancontracts.runtime.jsontext import parse
-from plancontracts.runtime.planning_blocks import (
-    ABSENT,
-    Repair,
-    check_block,
-    decode_block,
-    normalize_block,
-)
+from plancontracts import ContractError, Violation, decode, violations
+from plancontracts.runtime.core.errors import MAX_VIOLATIONS
+from plancontracts.runtime.core.jsontext import parse
+from plancontracts.runtime.planning_blocks.blocks import ABSENT, Repair, normalize_block
+from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, THINK_MODE, rules_in
 
 
 def story_block() -> dict[str, Any]:
@@ -82,13 +77,18 @@ def think_block() -> dict[str, Any]:
 
 
 def messages(value: Any, mode: str = "story") -> list[tuple[str, str]]:
-    return [(v.pointer, v.message) for v in check_block(value, mode)]  # type: ignore[arg-type]
+    return [(v.pointer, v.message) for v in violations(PLANNING_BLOCK, value, rules=rules_in(mode))]  # type: ignore[arg-type]
 
 
 def test_the_example_blocks_are_valid_in_their_modes() -> None:
-    assert check_block(story_block()) == ()
-    assert check_block(think_block(), "think") == ()
-    assert decode_block(json.dumps(think_block()), "think").plan_quality.quality_tier == "Sharp"  # type: ignore[union-attr]
+    assert violations(PLANNING_BLOCK, story_block()) == ()
+    assert violations(PLANNING_BLOCK, think_block(), rules=THINK_MODE) == ()
+    assert (
+        decode(
+            PLANNING_BLOCK, json.dumps(think_block()), rules=THINK_MODE
+        ).plan_quality.quality_tier
+        == "Sharp"
+    )  # type: ignore[union-attr]
 
 
 # The rules, one message each ------------------------------------------------------------
@@ -186,7 +186,7 @@ def test_the_coordination_dc_counts_situational_choices_only() -> None:
     block["choices"]["search_cart"] = {"text": "Search the cart", "description": "Look."}
     parallel["analysis"] = {"base_dc": 12, "coordination_dc": 16}  # three tasks: 12 + 2 + 2
     block["choices"]["parallel_gate"] = parallel
-    assert check_block(block) == ()
+    assert violations(PLANNING_BLOCK, block) == ()
 
 
 def test_a_base_dc_too_high_for_its_tasks_is_named_as_the_culprit() -> None:
@@ -275,7 +275,7 @@ def test_strings_the_schema_constrains_are_judged_never_rewritten() -> None:
 
 def test_a_flood_of_markup_is_reported_in_bounded_form() -> None:
     block = {**story_block(), "extra": ["<i>"] * 100_000}
-    found = check_block(block)
+    found = violations(PLANNING_BLOCK, block)
     assert len(found) == MAX_VIOLATIONS  # the first found, and word that there are more
     assert not found.complete
     assert found[0] == Violation("/extra", 'unknown field "extra"')
@@ -285,13 +285,13 @@ def test_a_flood_of_markup_is_reported_in_bounded_form() -> None:
 def test_prose_with_angle_brackets_and_ampersands_is_plain_text() -> None:
     block = story_block()
     block["context"] = "HP < 10 & falling; Tonight = danger <3"
-    assert check_block(block) == ()
+    assert violations(PLANNING_BLOCK, block) == ()
 
 
 def test_think_mode_requires_its_fields_and_the_parallel_option() -> None:
     block = story_block()
     del block["choices"]["parallel_gate"]
-    assert check_block(block) == ()  # Story mode: both optional
+    assert violations(PLANNING_BLOCK, block) == ()  # Story mode: both optional
     assert messages(block, "think") == [
         ("", 'missing "plan_quality", which Think mode requires'),
         ("", 'missing "situation_assessment", which Think mode requires'),
@@ -308,7 +308,7 @@ def test_a_block_may_say_why_it_offers_no_parallel_option() -> None:
     block = think_block()
     del block["choices"]["parallel_gate"]
     block["parallel_exclusion"] = "mutually_exclusive"
-    assert check_block(block, "think") == ()
+    assert violations(PLANNING_BLOCK, block, rules=THINK_MODE) == ()
     block["choices"]["parallel_gate"] = story_block()["choices"]["parallel_gate"]
     assert messages(block, "think") == [
         (
@@ -325,12 +325,12 @@ def test_meta_choices_alone_need_no_parallel_option() -> None:
         "think:return_story": {"text": "Act", "description": "Back to the story."},
     }
     block["analysis"]["recommended_approach"] = "think:continue"
-    assert check_block(block, "think") == ()
+    assert violations(PLANNING_BLOCK, block, rules=THINK_MODE) == ()
 
 
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="not a mode"):
-        check_block(story_block(), "dream")  # type: ignore[arg-type]
+        rules_in("dream")  # type: ignore[arg-type]
 
 
 def test_the_typed_path_applies_the_rules_too() -> None:
@@ -454,7 +454,9 @@ def test_deeply_nested_and_large_values_are_judged_without_a_traceback() -> None
     assert Violation("/extra", 'unknown field "extra"') in result.violations
     wide = story_block()
     wide["context"] = "x < y " * 300_000
-    assert [v.pointer for v in check_block(wide)] == ["/context"]  # too long, and only that
+    assert [v.pointer for v in violations(PLANNING_BLOCK, wide)] == [
+        "/context"
+    ]  # too long, and only that
 
 
 # Upstream examples (../shared/upstream/worldarchitect) -------------------------------------
@@ -533,7 +535,7 @@ def upstream_examples(upstream: Path, prefix: str) -> list[Path]:
 
 def test_every_valid_upstream_block_passes_without_repair(upstream: Path) -> None:
     for path in upstream_examples(upstream, "valid"):
-        assert decode_block(path.read_bytes()), path.name
+        assert decode(PLANNING_BLOCK, path.read_bytes()), path.name
         assert normalize_block(parse(path.read_bytes())).repairs == (), path.name
 
 
@@ -542,7 +544,7 @@ def test_every_invalid_upstream_block_is_caught_for_its_actual_defect(upstream: 
     assert {path.name for path in paths} == set(INVALID), "an example without an expectation"
     for path in paths:
         pointer, fragment = INVALID[path.name]
-        found = check_block(parse(path.read_bytes()))
+        found = violations(PLANNING_BLOCK, parse(path.read_bytes()))
         assert any(v.pointer == pointer and fragment in v.message for v in found), (
             path.name,
             found,
@@ -566,7 +568,7 @@ def test_unknown_upstream_blocks_get_the_documented_decision(upstream: Path) -> 
     paths = upstream_examples(upstream, "unknown")
     assert {path.name for path in paths} == set(UNKNOWN), "an example without a decision"
     for path in paths:
-        found = check_block(parse(path.read_bytes()))
+        found = violations(PLANNING_BLOCK, parse(path.read_bytes()))
         decision = UNKNOWN[path.name]
         if decision is None:
             assert found == (), (path.name, found)

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from plancontracts import contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import (
     Complexity,
     Confidence,
@@ -28,8 +29,7 @@ from plancontracts.generated.planning_blocks import (
     QualityTier,
     RiskLevel,
 )
-from plancontracts.runtime import contract_schema, decode, violations
-from plancontracts.runtime.planning_mechanics import (
+from plancontracts.runtime.planning_blocks.mechanics import (
     COMPLEXITY_DC,
     FAILURE_TIERS,
     HOUR,
@@ -55,6 +55,7 @@ from plancontracts.runtime.planning_mechanics import (
     thaw,
     topic_key,
 )
+from plancontracts.runtime.planning_blocks.rules import rules_in
 
 LAST = 2**53 - 1
 LATEST_FREEZE = LAST - 24 * HOUR
@@ -589,7 +590,7 @@ def a_block(
             "analysis": {"recommended_approach": recommended},
         }
         mode = "think"
-    assert violations("planning-block", value, mode=mode) == ()
+    assert violations("planning-block", value, rules=rules_in(mode)) == ()
     block = decode("planning-block", json.dumps(value))
     assert isinstance(block, PlanningBlock)
     return block

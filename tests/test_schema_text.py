@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from plancontracts.runtime import contract_names, contract_schema, schema_text
+from plancontracts import contract_names, contract_schema, schema_text
 
 
 @pytest.mark.parametrize("contract", contract_names())

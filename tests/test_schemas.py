@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from plancontracts import ContractError, contract_names, decode
 from plancontracts.codegen.schemas import SchemaTree, walk
-from plancontracts.runtime import ContractError, contract_names, decode
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 TREE = SchemaTree(SCHEMAS)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from local_servers import http_server
 
-from plancontracts.runtime.skills import (
+from plancontracts.runtime.engine.skills import (
     MAX_INPUT_SCHEMA_BYTES,
     MAX_PROMPT_BYTES,
     SkillSet,

@@ -23,20 +23,22 @@ from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
 
+from plancontracts import contract_schema, violations
 from plancontracts.generated.planning_blocks import PlanQuality
-from plancontracts.runtime import contract_schema
-from plancontracts.runtime.decoding_profiles import (
-    PLAIN_TEXT,
-    WHITESPACE,
-    ProfileBug,
-    block_profile,
-    choice_keys,
+from plancontracts.runtime.core.profiles import WHITESPACE, ProfileBug
+from plancontracts.runtime.model.chat import render_chat
+from plancontracts.runtime.model.generation import GenerationFailed
+from plancontracts.runtime.planning_blocks.blocks import normalize_block
+from plancontracts.runtime.planning_blocks.mechanics import (
+    Mode,
+    RolledCheck,
+    check_outcome,
+    roll_check,
 )
-from plancontracts.runtime.generation import GenerationFailed
-from plancontracts.runtime.planning_blocks import check_block, normalize_block
-from plancontracts.runtime.planning_mechanics import Mode, RolledCheck, check_outcome, roll_check
-from plancontracts.runtime.prompts import planning_messages, render_chat
-from plancontracts.runtime.thinking import Thinker
+from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT, block_profile, choice_keys
+from plancontracts.runtime.planning_blocks.prompts import planning_messages
+from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, THINK_MODE
+from plancontracts.runtime.planning_blocks.thinking import Thinker
 
 MODES: list[Mode] = ["story", "think"]
 
@@ -210,7 +212,7 @@ def test_the_model_writes_a_valid_story_block(thinker: Thinker) -> None:
     assert thought.mode == "story"
     assert thought.check is None
     checked = msgspec.to_builtins(thought.block)
-    assert check_block(checked, "story") == ()
+    assert violations(PLANNING_BLOCK, checked) == ()
     assert normalize_block(checked, "story").repairs == ()
     assert list(thought.block.choices)[-1] == "parallel_execution"
 
@@ -223,7 +225,7 @@ def test_in_think_mode_code_rolls_the_check_and_fills_plan_quality(thinker: Thin
     )
     assert (thought.mode, thought.situation) == ("think", "how do we cross the gorge?")
     checked = msgspec.to_builtins(thought.block)
-    assert check_block(checked, "think") == ()
+    assert violations(PLANNING_BLOCK, checked, rules=THINK_MODE) == ()
     assert normalize_block(checked, "think").repairs == ()
     quality = thought.block.plan_quality
     assert isinstance(quality, PlanQuality)
@@ -247,7 +249,7 @@ def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> 
         or "think: Wisdom check: d20 " in done.stderr
     )
     [line] = done.stdout.splitlines()
-    assert check_block(json.loads(line), "think") == ()
+    assert violations(PLANNING_BLOCK, json.loads(line), rules=THINK_MODE) == ()
 
 
 def test_a_situation_too_long_for_the_context_is_a_generation_failure(thinker: Thinker) -> None:

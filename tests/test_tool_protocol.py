@@ -34,10 +34,11 @@ from plancontracts.generated.tool_plans import (
     ToolRequest,
     UiEvent,
 )
-from plancontracts.runtime.executor import EmitEvent, Limits, execute_plan
-from plancontracts.runtime.skills import discover_skills
-from plancontracts.runtime.tool_process import ProcessEnd
-from plancontracts.runtime.validation import violations
+from plancontracts.runtime.core.validation import violations
+from plancontracts.runtime.engine.executor import EmitEvent, execute_plan
+from plancontracts.runtime.engine.limits import Limits
+from plancontracts.runtime.engine.skills import discover_skills
+from plancontracts.runtime.engine.tool_process import ProcessEnd
 
 FAULTS = Path(__file__).parent / "fault_skills"
 GRACE = 1.0

@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plancontracts.generated import tool_plans
-from plancontracts.runtime import (
+from plancontracts import (
     ContractError,
     UnknownContractError,
     Violation,
@@ -19,8 +18,9 @@ from plancontracts.runtime import (
     decode,
     violations,
 )
-from plancontracts.runtime.errors import MAX_VIOLATIONS, shown
-from plancontracts.runtime.jsontext import MalformedJSON, parse
+from plancontracts.generated import tool_plans
+from plancontracts.runtime.core.errors import MAX_VIOLATIONS, shown
+from plancontracts.runtime.core.jsontext import MalformedJSON, parse
 
 PLAN = contract_schema("plan")["examples"][0]
 

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.script_io import Reply, run_script
+from plancontracts.runtime.engine.script_io import Reply, run_script
 
 MATERIALS = ("oak", "iron", "stone", "bronze", "ash", "bone")
 DETAILS = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plancontracts.runtime.script_io import DataFile
+from plancontracts.runtime.engine.script_io import DataFile
 
 MEMORY_FILE = "memories.json"
 

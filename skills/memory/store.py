@@ -16,7 +16,7 @@ from pathlib import Path
 from memories import MEMORY_FILE, load_memories, save_memories
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.script_io import DataFile, Reply, run_script
+from plancontracts.runtime.engine.script_io import DataFile, Reply, run_script
 
 KEEP = 500
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.script_io import DataFile, Reply, run_script
+from plancontracts.runtime.engine.script_io import DataFile, Reply, run_script
 
 FILE = "standings.json"
 LOWEST, HIGHEST = -100, 100

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.script_io import Reply, run_script
+from plancontracts.runtime.engine.script_io import Reply, run_script
 
 MAX_TEXT = 4000
 TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {

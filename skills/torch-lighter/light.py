@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.script_io import Reply, run_script
+from plancontracts.runtime.engine.script_io import Reply, run_script
 
 OUTCOMES = {"light": (True, "The torch is lit."), "extinguish": (False, "The torch is out.")}
 

@@ -1,0 +1,189 @@
+"""The commands of the contracts themselves: contracts, schema, validate, examples, generate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from pathlib import Path
+
+import msgspec
+
+from ..core.contracts import contract_names, contract_schema, root_type
+from ..core.errors import ContractError, Violation, Violations
+from ..core.rules import Rules
+from ..core.schema_text import schema_text
+from ..core.validation import decode
+from .base import EXIT_INVALID, EXIT_OK, Output, UsageError, label, say
+from .inputs import lines_of, opened, read_at_most, stdin_at_most_once, unreadable
+from .options import RulesOption, add_json, add_max_bytes
+from .reports import JsonReport, Outcome, Report, TextReport
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             rules_options: Sequence[RulesOption]) -> None:  # fmt: skip
+    """Add the contracts' commands; `validate` takes the families' `rules_options`."""
+    contracts = commands.add_parser("contracts", help="list the contracts")
+    contracts.set_defaults(run=_contracts)
+
+    schema = commands.add_parser("schema", help="print a contract's schema")
+    schema.add_argument("contract", metavar="CONTRACT")
+    schema.add_argument(
+        "--text", action="store_true", help="print the text shown to a model instead of JSON"
+    )
+    schema.set_defaults(run=_schema)
+
+    validate = commands.add_parser("validate", help="validate JSON documents against a contract")
+    validate.add_argument("contract", metavar="CONTRACT")
+    validate.add_argument("files", metavar="FILE", nargs="+", help="a JSON file, or - for stdin")
+    validate.add_argument(
+        "--ndjson", action="store_true", help="each line of each FILE is one document"
+    )
+    add_json(validate, "one JSON object per document")
+    add_max_bytes(validate, "documents (or lines)")
+    for option in rules_options:
+        option.add(validate)
+    validate.set_defaults(run=partial(_validate, rules_options=tuple(rules_options)))
+
+    examples = commands.add_parser(
+        "examples", help="validate the example documents bundled with every contract"
+    )
+    examples.set_defaults(run=_examples)
+
+    generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
+    generate.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
+    )
+    generate.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
+    generate.add_argument("--out", type=Path, metavar="DIR", help="the generated/ folder")
+    generate.set_defaults(run=_generate)
+
+
+def _contracts(args: argparse.Namespace, out: Output) -> int:
+    names = contract_names()
+    width = max(map(len, names))
+    for name in names:
+        out.write(f"{name:<{width}}  {contract_schema(name).get('title', '')}\n")
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace, out: Output) -> int:
+    if args.text:
+        out.write(schema_text(args.contract))
+    else:
+        out.write(json.dumps(contract_schema(args.contract), indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
+
+
+# validate -----------------------------------------------------------------------
+
+
+def _validate(
+    args: argparse.Namespace, out: Output, *, rules_options: tuple[RulesOption, ...]
+) -> int:
+    root_type(args.contract)  # an unknown contract is a usage error, before any reading
+    chosen = [option.rules(args, args.contract) for option in rules_options]
+    rules = next((found for found in chosen if found is not None), None)
+    stdin_at_most_once(args.files)
+    judge = partial(_judge, args.contract, rules)
+    report: Report = JsonReport(out) if args.json else TextReport(out, ndjson=args.ndjson)
+    for name in args.files:
+        for outcome in _outcomes(judge, name, args.ndjson, args.max_bytes):
+            report.add(outcome)
+        report.end_file(name)
+    return report.finish()
+
+
+def _outcomes(
+    judge: Callable[[str, int | None, bytes | Violation], Outcome],
+    name: str,
+    ndjson: bool,
+    limit: int,
+) -> Iterator[Outcome]:
+    try:
+        with opened(name) as stream:
+            if ndjson:
+                for number, line in lines_of(stream, limit):
+                    yield judge(name, number, line)
+                return
+            data = read_at_most(stream, limit)
+    except OSError as error:
+        yield Outcome(name, None, Violations((Violation("", unreadable(error)),)))
+        return
+    yield judge(name, None, data)
+
+
+def _judge(
+    contract: str, rules: Rules | None, name: str, line: int | None, data: bytes | Violation
+) -> Outcome:
+    if isinstance(data, Violation):
+        return Outcome(name, line, Violations((data,)))
+    try:
+        decode(contract, data, rules=rules)
+    except ContractError as error:
+        return Outcome(name, line, error.violations)
+    return Outcome(name, line, Violations())
+
+
+# examples -----------------------------------------------------------------------
+
+
+def _examples(args: argparse.Namespace, out: Output) -> int:
+    """Decode every bundled example, then encode the typed object and decode it again."""
+    names = contract_names()
+    width = max(map(len, names))
+    out.write("Each contract's bundled examples, decoded into typed objects and back:\n\n")
+    failures = total = 0
+    for name in names:
+        examples = contract_schema(name).get("examples", [])
+        problems: list[str] = []
+        for index, example in enumerate(examples):
+            try:
+                typed = decode(name, json.dumps(example))
+                if decode(name, msgspec.json.encode(typed)) != typed:
+                    problems.append(f"example {index + 1} changed in a round trip")
+            except ContractError as error:
+                problems += [f"example {index + 1}: {violation}" for violation in error.violations]
+        total += len(examples)
+        verdict = "valid, round trip exact" if not problems else "INVALID"
+        count = f"{len(examples)} example{'s' if len(examples) != 1 else ''}"
+        out.write(f"  {name:<{width}}  {count:<10}  {verdict}\n")
+        for problem in problems:
+            out.write(f"      {label(problem)}\n")
+        failures += bool(problems) or not examples
+    out.write(f"\n{len(names)} contracts, {total} examples: ")
+    out.write("all valid.\n" if not failures else f"{failures} contracts failed.\n")
+    return EXIT_INVALID if failures else EXIT_OK
+
+
+# generate -----------------------------------------------------------------------
+
+
+def _generate(args: argparse.Namespace, out: Output) -> int:
+    from ...codegen import generate
+    from ...codegen.schemas import SchemaTreeError
+
+    project = Path(generate.__file__).resolve().parent.parent
+    schemas = args.schemas or project / "schemas"
+    target = args.out or project / "generated"
+    if not schemas.is_dir():
+        raise UsageError(
+            f"no schema folder at {schemas}; in an installed copy, give --schemas DIR and --out DIR"
+        )
+    try:
+        changed = (generate.check if args.check else generate.write)(schemas, target)
+    except SchemaTreeError as error:
+        say(str(error))
+        return EXIT_INVALID
+    if args.check:
+        for relative in changed:
+            out.write(f"stale: {target / relative}\n")
+        out.write(f"{target} is {'stale' if changed else 'up to date'}\n")
+        return EXIT_INVALID if changed else EXIT_OK
+    for relative in changed:
+        out.write(f"wrote {target / relative}\n")
+    out.write(f"{target}: {len(changed)} file{'s' if len(changed) != 1 else ''} changed\n")
+    return EXIT_OK

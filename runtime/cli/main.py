@@ -1,0 +1,62 @@
+"""The entry point of the `plancontracts` command: the parser, and how a command ends."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from ..core.errors import UnknownContractError
+from ..planning_blocks import commands as planning_block_commands
+from ..tool_plans import commands as tool_plan_commands
+from . import commands
+from .base import EXIT_INVALID, EXIT_USAGE, StandardOutput, StreamError, UsageError, complain
+from .signals import Stopped, stop_signals, stopped
+
+__all__ = ["main"]
+
+# Each family registers its own commands (and options of `validate`).
+_FAMILIES = (tool_plan_commands, planning_block_commands)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with `argv` (default: `sys.argv[1:]`) and return its exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise StreamError("standard output is closed")
+        out = StandardOutput(sys.stdout)
+        with stop_signals.installed():
+            status: int = args.run(args, out)
+        out.flush()
+        return status
+    except (UsageError, UnknownContractError) as error:
+        parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
+    except KeyboardInterrupt:
+        return stopped("interrupted", 130)
+    except Stopped as stop:
+        return stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
+    except StreamError as error:
+        if not isinstance(error.__cause__, BrokenPipeError):  # the reader of `| head` knows
+            complain(str(error))
+        if sys.stdout is not None:
+            # Whatever is left in its buffer would fail again at exit, with a
+            # traceback-like warning: send it to /dev/null instead.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INVALID
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="plancontracts",
+        description="Schema-first contracts for LLM planning systems.",
+    )
+    subcommands = parser.add_subparsers(required=True, metavar="COMMAND")
+    rules_options = [option for family in _FAMILIES for option in family.RULES_OPTIONS]
+    commands.register(subcommands, rules_options)
+    for family in _FAMILIES:
+        family.register(subcommands)
+    return parser

@@ -1,0 +1,199 @@
+"""Strict parsing of one JSON document, with errors a person can act on.
+
+msgspec does the parsing. It already refuses what JSON forbids (NaN,
+Infinity, trailing commas, a byte order mark, invalid UTF-8, trailing
+characters), but it keeps the last of duplicate keys without a word, so this
+module adds that check.
+
+Finding duplicates costs almost nothing on the common path. Re-encoding the
+parsed value writes one colon per object member plus the colons inside
+strings; the original text holds the same colons, plus one more for every
+member that a later duplicate replaced, as long as no colon was written as the
+escape `\\u003a`. So the colon counts differ exactly when a key was
+duplicated. When they differ, when the escape occurs, or when the value nests
+too deeply for msgspec to write it again, a slow exact pass over the text
+finds the first duplicate and where it is.
+
+The parser's nesting limit is msgspec's: it counts each level of arrays and
+objects against Python's recursion limit (1,000 by default, less the frames
+of the calling code). Nothing that reads a parsed value afterwards recurses,
+so every value the parser accepts gets a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+_BOM = b"\xef\xbb\xbf"
+_OFFSET = re.compile(r"\(byte (\d+)\)")
+_ENCODER = msgspec.json.Encoder()
+TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
+# A string (possessive, so that a long one costs no backtracking state) or a
+# character of JSON's structure; numbers and literals are skipped over.
+_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
+
+
+class MalformedJSON(ValueError):
+    """The text is not one well-formed JSON document.
+
+    `pointer` locates the problem when it is inside the value (duplicate
+    keys); otherwise it is empty and `message` gives line and column.
+    """
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+
+def parse(data: bytes) -> Any:
+    """Parse `data` as exactly one JSON document.
+
+    Returns plain Python values (dict, list, str, int, float, bool, None).
+    Raises `MalformedJSON` for anything that is not strict JSON, including
+    duplicate keys within one object.
+    """
+    try:
+        value = msgspec.json.decode(data)
+    except RecursionError:
+        raise MalformedJSON(TOO_DEEP) from None
+    except msgspec.ValidationError:
+        raise MalformedJSON("a number is too large to represent as a 64-bit float") from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as error:
+        raise _diagnose(data, str(error)) from None
+    try:
+        if _may_hold_duplicates(data, value):
+            pointer, key = _first_duplicate(data)
+            if pointer is not None:
+                raise MalformedJSON(f"duplicate key {json.dumps(key)} in one object", pointer)
+    except RecursionError:
+        raise MalformedJSON(TOO_DEEP) from None
+    return value
+
+
+def _may_hold_duplicates(data: bytes, value: Any) -> bool:
+    # A colon escaped as \u003a would upset the counts; only text with a
+    # backslash can hold one, and a one-byte search finds that fast.
+    if b"\\" in data and b"\\u003" in data:
+        return True
+    try:
+        written = _ENCODER.encode(value)
+    except RecursionError:
+        # Writing recurses from one frame deeper than parsing did, so the
+        # deepest values the parser accepts may not be written again.
+        return True
+    return data.count(b":") != written.count(b":")
+
+
+def _first_duplicate(data: bytes) -> tuple[str | None, str]:
+    """The pointer of the first duplicated key in the text, or None when there is none.
+
+    `data` is well-formed JSON. One pass over its strings and punctuation,
+    in a loop: any depth works, and memory holds the keys of the objects
+    open at the moment, not a parsed copy.
+    """
+    # Per open container: the keys seen so far (None for an array) and the
+    # token that leads to its current member, a key or an index.
+    open_: list[tuple[set[str] | None, list[str | int]]] = []
+    text = b""
+    for match in _TOKENS.finditer(data):
+        token = match.group()
+        if token[0] == 0x22:  # '"': a string, a key if a colon follows
+            text = token
+        elif token == b":":
+            key = json.loads(text) if b"\\" in text else text[1:-1].decode()
+            seen, where = open_[-1]
+            assert seen is not None
+            where[0] = key
+            if key in seen:
+                return "".join(f"/{escape_token(str(w[0]))}" for _, w in open_), key
+            seen.add(key)
+        elif token == b",":
+            seen, where = open_[-1]
+            if seen is None:
+                where[0] = int(where[0]) + 1
+        elif token in (b"{", b"["):
+            open_.append((set(), [""]) if token == b"{" else (None, [0]))
+        else:
+            open_.pop()
+    return None, ""
+
+
+def escape_token(token: str) -> str:
+    """Escape one reference token of a JSON Pointer (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer(path: Iterable[str | int]) -> str:
+    """The JSON Pointer of a path of keys and indexes."""
+    return "".join(f"/{escape_token(str(token))}" for token in path)
+
+
+def _diagnose(data: bytes, reason: str) -> MalformedJSON:
+    if data.startswith(_BOM):
+        return MalformedJSON("starts with a UTF-8 byte order mark, which JSON text must not have")
+    if not data.strip(b" \t\r\n"):
+        return MalformedJSON("empty document: expected a JSON value")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return MalformedJSON(
+            f"not valid UTF-8: byte 0x{data[error.start]:02x} at offset {error.start} "
+            f"({_place(data, error.start)})"
+        )
+    found = _OFFSET.search(reason)
+    if found:
+        offset = int(found.group(1))
+        if re.match(rb"-?(NaN|Infinity)", data[offset:]):
+            return MalformedJSON(f"NaN and Infinity are not JSON numbers ({_place(data, offset)})")
+        detail = _OFFSET.sub("", reason).removeprefix("JSON is malformed: ").strip()
+        return MalformedJSON(f"malformed JSON: {detail} ({_place(data, offset)})")
+    # msgspec gives no position here; the standard library's parser does.
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        return MalformedJSON(
+            f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        )
+    except RecursionError:
+        # It parses from deeper frames than msgspec, which got to the end of
+        # the text within its own limit: the text ends inside a value.
+        return MalformedJSON(
+            f"malformed JSON: the text ends inside a value ({_place(data, len(data))})"
+        )
+    # The standard library accepts what msgspec rightly refuses: an escape
+    # such as \ud800 that is half of a UTF-16 surrogate pair.
+    return MalformedJSON("a \\u escape stands for half of a UTF-16 surrogate pair, not a character")
+
+
+def _place(data: bytes, offset: int) -> str:
+    before = data[:offset]
+    line = before.count(b"\n") + 1
+    column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+    return f"line {line}, column {column}"
+
+
+def copy_json(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
+    """A deep copy of a JSON value (dicts, lists and scalars), with `leaf` applied to each scalar.
+
+    Made in a loop, not by recursion: values nest as deeply as the parser allows.
+    """
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, slot, node = stack.pop()
+        if isinstance(node, dict):
+            copy: Any = {}
+            stack += [(copy, key, child) for key, child in reversed(node.items())]
+        elif isinstance(node, list):
+            copy = [None] * len(node)
+            stack += [(copy, index, child) for index, child in enumerate(node)]
+        else:
+            copy = node if leaf is None else leaf(node)
+        parent[slot] = copy
+    return root[0]

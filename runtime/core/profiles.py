@@ -1,0 +1,171 @@
+"""Decoding profiles: the schema a model writes under, derived from a contract.
+
+A contract says what is valid; a decoding profile says what a model may write
+now. A small model under a grammar still writes whatever the grammar allows,
+so the profile leaves it no room to wander (see DECODING in the docs):
+
+- references inlined and annotations dropped;
+- every object closed; a free-form object becomes a short map of named
+  scalars unless the context gives it a shape; fields marked `x-decoding: omit`
+  in the contract are left out (the planner fills them, or their defaults apply);
+- every string, array, map and number bounded;
+- whitespace fixed, through llguidance's `x-guidance` options.
+
+`contract_profile` derives a whole contract's profile; families narrow their
+own contracts further with `Deriver` (tool plans by the skills at hand,
+planning blocks into a shape that makes the planning protocol hold by
+construction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .contracts import contract_schema
+from .errors import PlanContractsError
+from .schema_text import display_pattern
+
+__all__ = [
+    "WHITESPACE",
+    "Bounds",
+    "Deriver",
+    "ProfileBug",
+    "closed",
+    "contract_profile",
+    "every_field_written",
+    "without",
+]
+
+WHITESPACE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+_DROPPED = {"description", "title", "examples", "default", "$comment", "format", "discriminator"}
+_DROPPED |= {"$schema", "$id", "$defs"}
+_NAME = "^[A-Za-z_][A-Za-z0-9_]{0,39}$"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounds a profile puts where the contract sets none (or a looser one)."""
+
+    string: int = 300
+    "Most characters in a string."
+    items: int = 4
+    "Most items in an array, or entries in a map."
+    integer: int = 1_000_000
+    "Integers lie within plus or minus this."
+
+
+class ProfileBug(PlanContractsError, AssertionError):
+    """A document decoded under a profile breaks the contract: the profile is wrong."""
+
+
+def contract_profile(contract: str, bounds: Bounds = Bounds()) -> dict[str, Any]:
+    """The decoding schema of `contract`, derived from its bundled schema."""
+    schema = contract_schema(contract)
+    derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
+    return {**derived, "x-guidance": WHITESPACE}
+
+
+def closed(properties: dict[str, Any]) -> dict[str, Any]:
+    """An object of `properties`, closed, every field required (see `every_field_written`)."""
+    return every_field_written({"type": "object", "properties": properties})
+
+
+def every_field_written(node: dict[str, Any]) -> dict[str, Any]:
+    """`node` closed, with every field required and every list holding at least one item.
+
+    One shape, always written in full, is the easiest for a small model to follow.
+    """
+    properties = {
+        name: {**field, "minItems": 1} if field.get("type") == "array" else field
+        for name, field in node["properties"].items()
+    }
+    return {
+        **node,
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+class Deriver:
+    """Derives decoding schemas from a contract's nodes, within `bounds`.
+
+    `definitions` are the contract's `$defs`, which references resolve to;
+    `text_pattern`, when given, constrains every string the contract leaves free.
+    """
+
+    def __init__(
+        self, definitions: dict[str, Any], bounds: Bounds, text_pattern: str | None = None
+    ) -> None:
+        self.definitions = definitions
+        self.bounds = bounds
+        self.text_pattern = text_pattern
+        "A pattern for every string the contract leaves free."
+
+    def derive(self, node: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in node:
+            name = node["$ref"].removeprefix("#/$defs/")
+            return self.derive({**self.definitions[name], **without(node, "$ref")})
+        out = {key: value for key, value in node.items() if key not in _DROPPED}
+        out = {key: value for key, value in out.items() if not key.startswith("x-")}
+        for key in ("anyOf", "oneOf"):
+            if key in out:
+                out["anyOf"] = [self.derive(branch) for branch in out.pop(key)]
+        kind = out.get("type")
+        if "const" in out or "enum" in out:
+            return out
+        if kind == "string":
+            out["maxLength"] = min(out.get("maxLength", self.bounds.string), self.bounds.string)
+            if self.text_pattern and "pattern" not in out:
+                out["pattern"] = self.text_pattern
+            if "pattern" in out:
+                # The contracts end patterns with `$(?!\n)` for Python's `re`;
+                # grammar engines anchor whole strings and know no lookahead.
+                out["pattern"] = display_pattern(out["pattern"])
+        elif kind == "integer" or kind == "number":
+            out.setdefault("minimum", -self.bounds.integer)
+            out.setdefault("maximum", self.bounds.integer)
+        elif kind == "array":
+            out["items"] = self.derive(out.get("items", {"type": "string"}))
+            out["maxItems"] = min(out.get("maxItems", self.bounds.items), self.bounds.items)
+        elif kind == "object":
+            out = self.object(out)
+        return out
+
+    def object(self, node: dict[str, Any]) -> dict[str, Any]:
+        properties = node.get("properties")
+        if properties is not None:
+            kept = {
+                name: self.derive(sub)
+                for name, sub in properties.items()
+                if sub.get("x-decoding") != "omit"
+            }
+            out = {**node, "properties": kept, "additionalProperties": False}
+            out["required"] = [name for name in node.get("required", ()) if name in kept]
+            return out
+        values = node.get("additionalProperties", True)
+        if values is True or values == {}:
+            # Free-form: a few named scalars, so that the model cannot nest or ramble.
+            out = {**node, **self.free_form()}
+        else:
+            out = {**node, "additionalProperties": self.derive(values)}
+        if "propertyNames" in node:
+            out["propertyNames"] = self.derive(node["propertyNames"])
+        out["maxProperties"] = min(node.get("maxProperties", self.bounds.items), self.bounds.items)
+        return out
+
+    def free_form(self) -> dict[str, Any]:
+        text = {"type": "string", "maxLength": self.bounds.string}
+        number = {"minimum": -self.bounds.integer, "maximum": self.bounds.integer}
+        scalars = [text, {"type": "integer", **number}, {"type": "boolean"}, {"type": "null"}]
+        return {
+            "type": "object",
+            "propertyNames": {"type": "string", "maxLength": 40, "pattern": _NAME},
+            "additionalProperties": {"anyOf": scalars},
+        }
+
+
+def without(node: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """`node` without the members `keys`."""
+    return {name: value for name, value in node.items() if name not in keys}

@@ -1,0 +1,63 @@
+"""Rules beyond the schema: what a contract's family checks that JSON Schema cannot state.
+
+A family declares its rules in its own package, as a module `rules` of
+`plancontracts.runtime.<family>` with a mapping `RULES` from contract name
+to `Rules`: the rules a document of that contract is judged by unless the
+caller chooses others (planning blocks, for example, offer Think mode's
+stricter rules besides the default Story mode's). Validation finds a
+contract's family in the generated index and imports that module when it
+first needs it, so the core never names a family.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ...generated import FAMILIES
+from .contracts import root_type
+from .errors import Violation
+
+__all__ = ["Rules", "rules_of"]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Checks of one contract beyond its schema."""
+
+    contract: str
+    name: str
+    "How the rules are called in messages, such as `Think mode's rules`."
+    find: Callable[[Any], Iterator[Violation]]
+    """The violations of a parsed JSON value, one at a time.
+
+    It reads the value whatever else is wrong with it, checks only what is
+    there and well typed, and walks in loops, never by recursion, in time
+    linear in the value's size: the caller stops it after enough violations.
+    """
+
+
+def rules_of(contract: str) -> Rules | None:
+    """The rules `contract`'s family judges its documents by, or None when it has none.
+
+    Raises `UnknownContractError` for a name that is not a contract.
+    """
+    root_type(contract)
+    return _declared(FAMILIES[contract]).get(contract)
+
+
+@cache
+def _declared(family: str) -> Mapping[str, Rules]:
+    runtime = __package__.rpartition(".")[0]  # this package's parent: plancontracts.runtime
+    name = f"{runtime}.{family}.rules"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        if missing.name not in (name, f"{runtime}.{family}"):
+            raise  # something the family's rules import is missing: a real error
+        return {}  # the family declares no rules
+    declared: Mapping[str, Rules] = module.RULES
+    return declared

@@ -1,0 +1,250 @@
+"""A local model writing JSON under a decoding profile, with Outlines and llguidance.
+
+    writer = ModelWriter.load(path)                 # once per process
+    document = writer.write(prompt, profile.schema) # a dict, or GenerationFailed
+
+The model (llama-cpp-python) is loaded once; the compiled constraint for a
+schema is built once and reused for every later call with the same schema
+(building one costs seconds, so `write` keeps the most recent ones). A
+generation that does not end in JSON the schema accepts, because the token
+budget ran out or the backend failed silently inside llama.cpp, raises
+GenerationFailed; it is never returned as a document.
+
+`write_in_thread` runs the same off trio's event loop; cancelling it stops
+token generation at the next token, not only the waiting. Until then the
+thread goes on (building a constraint or reading a long prompt takes
+seconds and cannot be stopped); `generating()` says whether any does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from .resolution import NotAModel, candidates, check_gguf
+
+__all__ = ["GenerationFailed", "ModelWriter", "generating", "load_first_model", "say_on_stderr"]
+
+CACHED_CONSTRAINTS = 8
+
+
+class _Workers:
+    """How many worker threads run `write`, cancelled ones not yet stopped included."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self, step: int) -> None:
+        with self._lock:
+            self._count += step
+
+    def any(self) -> bool:
+        with self._lock:
+            return self._count > 0
+
+
+_workers = _Workers()
+
+
+def generating() -> bool:
+    """Whether a model is generating in a worker thread, a cancelled generation included.
+
+    The process must then end without its normal teardown: llama.cpp's
+    global state, freed at exit, is still in use by that thread.
+    """
+    return _workers.any()
+
+
+class GenerationFailed(Exception):
+    """The model produced no document the schema accepts; the message says what it wrote."""
+
+
+@dataclass
+class ModelWriter:
+    """One loaded model and the compiled constraints built for it."""
+
+    path: Path
+    llama: Any
+    model: Any
+    chat_template: str | None
+    _generators: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    busy: threading.Lock = field(default_factory=threading.Lock)
+    "Held while tokens are generated: one llama.cpp context serves one generation at a time."
+
+    @classmethod
+    def load(cls, path: Path, *, context: int = 8192, threads: int | None = None) -> ModelWriter:
+        """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it."""
+        import outlines
+        from llama_cpp import Llama
+
+        llama = Llama(
+            str(path),
+            n_ctx=context,
+            n_threads=threads or os.cpu_count() or 1,
+            verbose=False,
+        )
+        template = llama.metadata.get("tokenizer.chat_template") or None
+        # chat_mode off: prompts arrive rendered through the model's own chat
+        # template (runtime.prompts), and plain completion honours stopping criteria.
+        model: Any = outlines.from_llamacpp(llama, chat_mode=False)
+        model.model = _KeepingEvaluatedPrefix(llama)
+        return cls(path, llama, model, template)
+
+    def generator(self, schema: dict[str, Any]) -> Any:
+        """The compiled constraint for `schema`, built on first use and then reused."""
+        import outlines
+        from outlines.types import JsonSchema
+
+        canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        key = hashlib.sha256(canonical.encode()).hexdigest()
+        with self._lock:
+            found = self._generators.get(key)
+            if found is None:
+                # Unsorted: the model writes properties in the order the schema gives.
+                text = json.dumps(schema, separators=(",", ":"))
+                found = outlines.Generator(self.model, JsonSchema(text), backend="llguidance")
+                self._generators[key] = found
+                while len(self._generators) > CACHED_CONSTRAINTS:
+                    self._generators.popitem(last=False)
+            self._generators.move_to_end(key)
+            return found
+
+    def write(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """Generate one JSON object under `schema` after `prompt`.
+
+        Raises GenerationFailed when the output is not a JSON object that
+        `schema` accepts, when the prompt and `max_tokens` do not fit the
+        model's context, or when `stop` was set before the end.
+        """
+        from jsonschema import Draft202012Validator
+        from llama_cpp import StoppingCriteriaList
+
+        generator = self.generator(schema)
+        options: dict[str, Any] = {"max_tokens": max_tokens}
+        if seed is not None:
+            options["seed"] = seed
+        if stop is not None:
+            options["stopping_criteria"] = StoppingCriteriaList(
+                [lambda _ids, _logits: stop.is_set()]
+            )
+        with self.busy:
+            try:
+                text = generator(prompt, **options)
+            except ValueError as error:  # llama-cpp-python: the prompt does not fit the context
+                raise GenerationFailed(str(error).splitlines()[0]) from None
+        if stop is not None and stop.is_set():
+            raise GenerationFailed("generation was stopped")
+        try:
+            document = json.loads(text)
+        except ValueError:
+            shown = text if len(text) <= 200 else text[:200] + "..."
+            raise GenerationFailed(
+                f"the model's output is not complete JSON ({len(text)} characters, "
+                f"budget {max_tokens} tokens): {shown!r}"
+            ) from None
+        if not isinstance(document, dict) or not Draft202012Validator(schema).is_valid(document):
+            raise GenerationFailed("the model's output does not satisfy the decoding schema")
+        return document
+
+    async def write_in_thread(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """`write` in a worker thread; cancellation stops generation at the next token.
+
+        A cancelled call returns at once, before the thread has stopped (see
+        `generating`).
+        """
+        stop = threading.Event()
+        # Counted from here: once this call is cancelled the thread may not even have started.
+        _workers.add(1)
+
+        def work() -> dict[str, Any]:
+            try:
+                return self.write(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop)
+            finally:
+                _workers.add(-1)
+
+        try:
+            return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+        finally:
+            # On cancellation the thread is abandoned, not killed: the flag makes it
+            # stop at its next token, and `busy` keeps the next call waiting till then.
+            stop.set()
+
+
+class _KeepingEvaluatedPrefix:
+    """The model as Outlines sees it: every call goes through, except `reset`.
+
+    Outlines resets the model after each generation, which throws away the
+    evaluated prompt. Without that reset, llama-cpp-python keeps the longest
+    prefix the next prompt shares with the last one in llama.cpp's own KV
+    cache; prompts share their long system message, so only the player's
+    input and what follows is evaluated again. (llama-cpp-python's RAM
+    prompt cache would do the same by saving whole states, each with a copy
+    of the score array: hundreds of MB per distinct prompt, unbounded.)
+    """
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._llama(*args, **kwargs)
+
+    def reset(self) -> None:
+        """Keep the evaluated tokens; `Llama.generate` reuses what the next prompt shares."""
+
+
+def say_on_stderr(line: str) -> None:
+    """Say one line on standard error, at once: how models report the steps they take."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def load_first_model(
+    requested: str | None = None,
+    *,
+    download: bool = True,
+    say: Callable[[str], None] = say_on_stderr,
+) -> ModelWriter | None:
+    """The first model of the resolution order that loads (see `local_model`), or None.
+
+    Each step is said in one line; a candidate that is not a GGUF model, or
+    that llama.cpp cannot load, is reported and the next one tried.
+    """
+    for candidate in candidates(requested, download=download, say=say):
+        try:
+            check_gguf(candidate.path)
+            writer = ModelWriter.load(candidate.path)
+        except (NotAModel, ValueError) as error:
+            say(f"model: {candidate.path} cannot be used: {error}")
+            continue
+        say(f"model: loaded {candidate.path.name}")
+        return writer
+    return None

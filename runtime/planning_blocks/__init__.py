@@ -1,0 +1,1 @@
+"""Planning blocks: the planning protocol's rules and mechanics, normalizing, thinking, commands."""

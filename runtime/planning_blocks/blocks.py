@@ -1,0 +1,162 @@
+"""Planning blocks: the one explicit step that repairs them.
+
+    result = normalize_block(value)                 # repaired copy, every repair, what is left
+    block = decode(PLANNING_BLOCK, text, rules=THINK_MODE)   # judging, in Think mode
+
+Judging never changes anything; it is validation's, with the planning
+protocol's rules in Story mode by default and `rules_in("think")` (or
+`THINK_MODE`) for Think mode (see `runtime.planning_blocks.rules`).
+`normalize_block` repairs only what the protocol says is repairable and
+reports each repair with its pointer, the value before and the value after:
+
+- `margin`, `success` and `quality_tier` of `plan_quality`, recomputed from
+  `roll_result` and `dc` (filled in when missing);
+- the parallel option, moved to the last position of `choices`;
+- HTML markup and control characters in any free text, removed (see
+  `runtime.core.plain_text`); strings the schema constrains (enums, keys,
+  patterns) are never rewritten, only judged.
+
+Everything else stays as it was and is reported as a violation: an unknown
+`risk_level`, a PascalCase or numeric choice key, a choice without
+`description`, a `choices` list where an object is expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import Violations, shown
+from ..core.jsontext import copy_json, pointer
+from ..core.plain_text import (
+    control_characters,
+    free_texts,
+    has_markup,
+    neutralise,
+    without_controls,
+)
+from ..core.validation import violations
+from .mechanics import Mode, check_outcome, is_parallel
+from .rules import PLANNING_BLOCK, as_integer, check_inputs, rules_in
+
+__all__ = ["ABSENT", "PLANNING_BLOCK", "Normalized", "Repair", "normalize_block"]
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+"The `before` of a repair that filled in a missing field."
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One change `normalize_block` made: where, what was there, what is there now, and why."""
+
+    pointer: str
+    before: Any
+    "The value before, or ABSENT for a field that was missing."
+    after: Any
+    reason: str
+
+    def __str__(self) -> str:
+        before = "(absent)" if self.before is ABSENT else shown(self.before)
+        return f"{self.pointer or '(document)'}: {before} -> {shown(self.after)} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """What `normalize_block` made of a value."""
+
+    block: Any
+    "The repaired value (a new object; the input is not changed)."
+    repairs: tuple[Repair, ...]
+    violations: Violations
+    "What is still wrong after the repairs, in the mode asked for."
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+
+def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
+    """Repair what the protocol allows in the parsed JSON `value`, then judge it in `mode`.
+
+    Returns the repaired copy, each repair made, and the violations left.
+    Takes any value a JSON parser returns (nesting included) and never changes
+    it; raises ValueError for an unknown mode only.
+    """
+    rules = rules_in(mode)
+    if not isinstance(value, dict):  # not a block: nothing to repair
+        return Normalized(value, (), violations(PLANNING_BLOCK, value, rules=rules))
+    repairs: list[Repair] = []
+    block = copy_json(value)
+    _plain_texts(block, repairs)
+    _recompute_check(block.get("plan_quality"), repairs)
+    _parallel_last(block.get("choices"), repairs)
+    return Normalized(block, tuple(repairs), violations(PLANNING_BLOCK, block, rules=rules))
+
+
+def _plain_texts(block: dict[str, Any], repairs: list[Repair]) -> None:
+    """Remove markup and control characters from every free text, recording each change."""
+    for path, text in list(free_texts(PLANNING_BLOCK, block)):
+        plain = without_controls(neutralise(text))
+        if plain == text:
+            continue
+        container: Any = block
+        for token in path[:-1]:
+            container = container[token]
+        container[path[-1]] = plain
+        removed = [
+            name
+            for name, found in (
+                ("markup", has_markup(text)),
+                ("control characters", control_characters(text)),
+            )
+            if found
+        ]
+        reason = f"{' and '.join(removed)} removed: text is plain text"
+        repairs.append(Repair(pointer(path), text, plain, reason))
+
+
+def _recompute_check(quality: Any, repairs: list[Repair]) -> None:
+    inputs = check_inputs(quality)
+    if inputs is None:
+        return
+    roll, dc = inputs
+    outcome = check_outcome(roll, dc)
+    right = {
+        "margin": outcome.margin,
+        "success": outcome.success,
+        "quality_tier": outcome.quality_tier,
+    }
+    for field, after in right.items():
+        before = quality.get(field, ABSENT)
+        if _same(before, after):
+            continue
+        quality[field] = after
+        reason = f"follows from roll_result {roll} and dc {dc}"
+        repairs.append(Repair(f"/plan_quality/{field}", before, after, reason))
+
+
+def _same(before: Any, after: Any) -> bool:
+    """Whether a JSON value already says `after`, as the contract reads it (5.0 is 5)."""
+    if isinstance(after, bool) or isinstance(before, bool):
+        return before is after
+    if isinstance(after, int):
+        return as_integer(before) == after
+    return bool(before == after)
+
+
+def _parallel_last(choices: Any, repairs: list[Repair]) -> None:
+    if not isinstance(choices, dict):
+        return
+    keys = list(choices)
+    order = [key for key in keys if not is_parallel(key)] + [k for k in keys if is_parallel(k)]
+    if order == keys:
+        return
+    moved = {key: choices.pop(key) for key in keys}
+    choices.update((key, moved[key]) for key in order)
+    repairs.append(Repair("/choices", keys, order, "the parallel option comes last"))

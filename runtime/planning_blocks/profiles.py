@@ -1,0 +1,212 @@
+"""The decoding profile of planning blocks, in a shape that makes the protocol hold.
+
+`block_profile` derives, from the `planning-block` contract, a shape of its
+own (see `BlockProfile`) in which the protocol's rules hold by construction:
+the parallel option comes last, after two or three situational choices; the
+recommended choice is one of them; every text is free of markup; what code
+decides (the roll of the planning check, the coordination DC, the keys) is
+never written by the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ...generated.planning_blocks import PlanningBlock
+from ..core.contracts import contract_schema
+from ..core.profiles import (
+    WHITESPACE,
+    Bounds,
+    Deriver,
+    ProfileBug,
+    closed,
+    every_field_written,
+    without,
+)
+from .blocks import normalize_block
+from .mechanics import (
+    ABILITIES,
+    MAX_DC,
+    MIN_DC,
+    Mode,
+    RolledCheck,
+    coordination_dc,
+    is_parallel,
+    snake_case,
+)
+from .rules import PLANNING_BLOCK
+
+__all__ = ["BlockProfile", "block_profile", "choice_keys"]
+
+BLOCK_BOUNDS = Bounds(string=120, items=2, integer=40)
+"Short texts and two items a list: a small model writes a whole block in seconds."
+PLAIN_TEXT = r"^[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x1f\x7f-\x9f]*$"
+"No markup begins without `<`: a text without one and without control characters is plain."
+PLANNING_DCS = (2, 25)
+"The planning DCs a model may set: 2 to 20 in ordinary play, a little more for epic scope."
+PARALLEL_KEY = "parallel_execution"
+
+
+@dataclass(frozen=True)
+class BlockProfile:
+    """The decoding schemas of a planning block in one mode, and the way back to a block.
+
+    The model writes `schema`: the block's texts, the recommended choice, one
+    or two alternatives, and the parallel option, in that order. In Think
+    mode it first writes `check_schema`: the ability, DC and reasons of the
+    planning check, which code then rolls; `plan_quality` is filled from the
+    roll. Keys come from each choice's text, `recommended_approach` names the
+    first choice, and the coordination DC follows from the parallel option's
+    base DC, the number of situational choices and their complexity.
+    """
+
+    mode: Mode
+    schema: dict[str, Any]
+    check_schema: dict[str, Any] | None
+    "Think mode only: what the model decides before the roll."
+
+    def to_block(
+        self,
+        decoded: dict[str, Any],
+        *,
+        decided: dict[str, Any] | None = None,
+        check: RolledCheck | None = None,
+    ) -> PlanningBlock:
+        """The planning block a decoded document stands for (with, in Think mode, its check).
+
+        `decided` is the document written under `check_schema`, `check` the
+        roll made from it. Raises ProfileBug when the block breaks the
+        contract in this mode or would need a repair: the profile should have
+        made both impossible. Raises ValueError when Think mode lacks its check.
+        """
+        situational = [decoded["recommended"], *decoded["alternatives"]]
+        keys = choice_keys([choice["text"] for choice in situational])
+        choices: dict[str, Any] = dict(zip(keys, situational, strict=True))
+        analysis = dict(decoded["parallel"]["analysis"])
+        analysis["coordination_dc"] = coordination_dc(
+            analysis["base_dc"], len(keys), analysis["complexity"]
+        )
+        choices[PARALLEL_KEY] = {**decoded["parallel"], "analysis": analysis}
+        block = {
+            **without(decoded, "recommended", "alternatives", "parallel"),
+            "choices": choices,
+            "analysis": {"recommended_approach": keys[0], **decoded["analysis"]},
+        }
+        if self.mode == "think":
+            if decided is None or check is None:
+                raise ValueError("a Think-mode block needs its decided and rolled planning check")
+            block["plan_quality"] = {
+                **decided,
+                **decoded["plan_quality"],
+                "stat_value": check.stat_value,
+                "modifier": check.modifier,
+                "roll_result": check.roll_result,
+                "success": check.outcome.success,
+                "margin": check.outcome.margin,
+                "quality_tier": check.outcome.quality_tier,
+            }
+        judged = normalize_block(block, self.mode)
+        if judged.repairs:
+            raise ProfileBug(f"a block decoded under the profile needed repairs: {judged.repairs}")
+        if judged.violations:
+            listed = "; ".join(map(str, judged.violations))
+            raise ProfileBug(f"a block decoded under the profile is invalid: {listed}")
+        typed: PlanningBlock = msgspec.convert(block, PlanningBlock)  # judged just above
+        return typed
+
+
+def block_profile(
+    mode: Mode,
+    *,
+    abilities: Iterable[str] = ABILITIES,
+    max_situational: int = 3,
+    bounds: Bounds = BLOCK_BOUNDS,
+) -> BlockProfile:
+    """The decoding profile of planning blocks in `mode`, derived from the contract.
+
+    `abilities` are the ones the planning check may use (Think mode);
+    `max_situational` (2 or more) bounds the situational choices.
+    """
+    if max_situational < 2:
+        raise ValueError("a block with a parallel option has 2 or more situational choices")
+    contract = contract_schema(PLANNING_BLOCK)
+    definitions = contract["$defs"]
+    deriver = Deriver(definitions, bounds, text_pattern=PLAIN_TEXT)
+    choice = deriver.derive(definitions["Choice"])
+    situational = every_field_written(
+        {**choice, "properties": without(choice["properties"], "analysis")}
+    )
+    # The parallel option's base DC leaves room for every coordination addition.
+    most = coordination_dc(0, max_situational, "complex")
+    base_dc = {"type": "integer", "minimum": MIN_DC, "maximum": MAX_DC - most}
+    analysis = deriver.derive(definitions["ParallelAnalysis"])
+    analysis["properties"]["base_dc"] = base_dc
+    parallel = every_field_written(
+        {
+            **choice,
+            "properties": {**choice["properties"], "analysis": every_field_written(analysis)},
+        }
+    )
+    recommendation = deriver.derive(definitions["Analysis"])
+    properties: dict[str, Any] = {}
+    check_schema = None
+    if mode == "think":
+        quality = definitions["PlanQuality"]["properties"]
+        derived = deriver.derive(definitions["PlanQuality"])["properties"]
+        before = {
+            name: derived[name] for name, field in quality.items() if "x-decoding" not in field
+        }
+        before["stat_used"] = {"enum": list(abilities)}
+        before["dc"] = {"type": "integer", "minimum": PLANNING_DCS[0], "maximum": PLANNING_DCS[1]}
+        check_schema = closed(before)
+        after = {
+            name: derived[name]
+            for name, field in quality.items()
+            if field.get("x-decoding") == "after-roll"
+        }
+        properties["plan_quality"] = closed(after)
+    root = contract["properties"]
+    properties["thinking"] = deriver.derive(root["thinking"])
+    properties["context"] = deriver.derive(root["context"])
+    if mode == "think":
+        assessment = every_field_written(deriver.derive(root["situation_assessment"]))
+        properties["situation_assessment"] = assessment
+    properties["recommended"] = situational
+    properties["alternatives"] = {
+        "type": "array",
+        "items": situational,
+        "minItems": 1,
+        "maxItems": max_situational - 1,
+    }
+    properties["parallel"] = parallel
+    properties["analysis"] = closed(without(recommendation["properties"], "recommended_approach"))
+    if check_schema is not None:
+        check_schema["x-guidance"] = WHITESPACE
+    return BlockProfile(mode, {**closed(properties), "x-guidance": WHITESPACE}, check_schema)
+
+
+def choice_keys(texts: Iterable[str]) -> list[str]:
+    """Choice keys made from choice labels, one each, distinct and never the parallel option's.
+
+    `"Bribe the guard"` gives `bribe_the_guard`. A label without Latin
+    letters gives `choice_<n>`; a key that would start with a digit or with
+    `parallel` gets `choice_` or `option_` in front; a repeated key gets `_2`,
+    `_3`, ...
+    """
+    keys: list[str] = []
+    for number, text in enumerate(texts, 1):
+        key = snake_case(text, max_length=40) or f"choice_{number}"
+        if not key[0].isalpha():
+            key = f"choice_{key}"
+        if is_parallel(key):
+            key = f"option_{key}"
+        unique, count = key, 1
+        while unique in keys:
+            count += 1
+            unique = f"{key}_{count}"
+        keys.append(unique)
+    return keys

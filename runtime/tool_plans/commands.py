@@ -1,0 +1,227 @@
+"""The tool-plan commands: execute a plan, plan player input, play turn after turn."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from ...generated.tool_plans import ExecutionResult, Plan, UiEvent
+from ..cli.base import (
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_USAGE,
+    Output,
+    UsageError,
+    label,
+    say,
+    standard_input,
+    to_stderr,
+)
+from ..cli.inputs import opened, read_at_most, standard_lines, stdin_at_most_once, texts, unreadable
+from ..cli.options import (
+    DEFAULT_MAX_BYTES,
+    RulesOption,
+    add_json,
+    add_model_options,
+    add_skill_options,
+    positive_int,
+    seconds,
+)
+from ..cli.signals import run_trio
+from ..core.errors import ContractError, Violation, Violations, printable
+from ..core.validation import decode
+from ..engine.skills import SkillSet
+
+__all__ = ["RULES_OPTIONS", "register"]
+
+RULES_OPTIONS: tuple[RulesOption, ...] = ()
+"Tool plans are judged by their schemas alone."
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `execute`, `plan` and `play`."""
+    execute = commands.add_parser(
+        "execute", help="run a plan with skills and print its execution result"
+    )
+    execute.add_argument("plan", metavar="PLAN", help="a plan JSON file, or - for stdin")
+    add_skill_options(execute)
+    add_json(execute, "the execution-result document itself")
+    execute.add_argument(
+        "--concurrency", type=positive_int, metavar="N", help="most tools at once (default: CPUs)"
+    )
+    execute.add_argument(
+        "--timeout", type=seconds, default=60.0, metavar="S", help="plan deadline (default 60)"
+    )
+    execute.add_argument(
+        "--grace",
+        type=seconds,
+        default=5.0,
+        metavar="S",
+        help="wait between SIGTERM and SIGKILL when stopping a script (default 5)",
+    )
+    execute.set_defaults(run=_execute)
+
+    plan = commands.add_parser(
+        "plan", help="write a plan for player input with the local model (or the patterns)"
+    )
+    plan.add_argument(
+        "inputs", metavar="TEXT", nargs="+", help="player input; - reads one input per line"
+    )
+    plan.add_argument(
+        "--execute",
+        action="store_true",
+        help="run each plan with the replan loop and print the narration (traces on stderr)",
+    )
+    play = commands.add_parser("play", help="play turn after turn, reading actions from stdin")
+    for command in (plan, play):
+        add_model_options(command, seed="sampling seed, for repeatable plans")
+        add_skill_options(command)
+    plan.set_defaults(run=_plan)
+    play.set_defaults(run=_play)
+
+
+# execute ------------------------------------------------------------------------
+
+
+def _execute(args: argparse.Namespace, out: Output) -> int:
+    from ..engine.executor import default_data_root, execute_plan
+    from ..engine.limits import Limits
+    from ..engine.trace import render_trace
+
+    plan = _read_plan(args.plan)
+    if isinstance(plan, Violations):
+        to_stderr(f"{label(args.plan)}: not a usable plan, so nothing ran:\n")
+        for violation in plan:
+            to_stderr(f"  {label(str(violation))}\n")
+        return EXIT_USAGE
+    skills = _skills(args)
+    concurrency = {"max_concurrency": args.concurrency} if args.concurrency else {}
+    limits = Limits(plan_timeout=args.timeout, shutdown_grace=args.grace, **concurrency)
+    result: ExecutionResult = run_trio(
+        partial(
+            execute_plan,
+            plan,
+            skills=skills,
+            limits=limits,
+            data_root=args.data or default_data_root(),
+        )
+    )
+    if args.json:
+        out.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
+    else:
+        out.write(render_trace(result))
+    if result.error:
+        return EXIT_USAGE
+    return EXIT_OK if result.success else EXIT_INVALID
+
+
+def _read_plan(name: str) -> Plan | Violations:
+    """The plan in file `name` (or stdin for -), or the violations that say why there is none."""
+    try:
+        with opened(name) as stream:
+            data = read_at_most(stream, DEFAULT_MAX_BYTES)
+    except OSError as error:
+        data = Violation("", unreadable(error))
+    if isinstance(data, Violation):
+        return Violations((data,))
+    try:
+        plan: Plan = decode("plan", data)
+    except ContractError as error:
+        return error.violations
+    return plan
+
+
+# plan, play ---------------------------------------------------------------------
+
+
+def _plan(args: argparse.Namespace, out: Output) -> int:
+    stdin_at_most_once(args.inputs)
+    for text in args.inputs:
+        if not text.strip():
+            raise UsageError(f"an empty player input: {label(text)!r}")
+    planner = _planner(args)
+    for player_input in texts(args.inputs):
+        if args.execute:
+            _turn(planner, player_input, args, out, state={})
+        else:
+            plan = run_trio(partial(planner.plan, player_input, seed=args.seed))
+            out.write(msgspec.json.encode(plan).decode() + "\n")
+        out.flush()
+    return EXIT_OK
+
+
+def _play(args: argparse.Namespace, out: Output) -> int:
+    standard_input()  # closed: say so before the model loads
+    planner = _planner(args)
+    lines = standard_lines()
+    state: dict[str, Any] = {}
+    choices: list[str] = []
+    out.write("Type what you do; an empty line or end of input ends the game.\n")
+    while True:
+        out.write("> ")
+        out.flush()
+        line = next(lines, "")
+        if not line.strip():
+            out.write("\n")
+            return EXIT_OK
+        text = line.strip()
+        # isdigit() alone admits digits int() refuses, such as "²".
+        if text.isascii() and text.isdigit() and 1 <= int(text) <= len(choices):
+            text = choices[int(text) - 1]
+            out.write(f"({text})\n")
+        choices = _turn(planner, text, args, out, state)
+
+
+def _planner(args: argparse.Namespace) -> Any:
+    from .planner import Planner
+
+    return Planner.start(args.model, download=not args.no_download, skills=_skills(args))
+
+
+def _skills(args: argparse.Namespace) -> SkillSet:
+    """The skills of `--skills` (default: the bundled ones), warning of each one skipped."""
+    from ..engine.skills import bundled_skills, discover_skills
+
+    skills = discover_skills(args.skills) if args.skills else bundled_skills()
+    for problem in skills.problems:
+        say(f"warning: {label(problem)}")
+    return skills
+
+
+def _turn(
+    planner: Any, text: str, args: argparse.Namespace, out: Output, state: dict[str, Any]
+) -> list[str]:
+    """Play one turn: narration, a trace per attempt, and the choices offered (returned)."""
+    from ..engine.executor import default_data_root, merge_patch
+    from ..engine.trace import render_trace
+    from .narrator import play_turn
+
+    offered: list[str] = []
+
+    def on_ui_event(tool_id: str, event: UiEvent) -> None:
+        payload = event.payload if isinstance(event.payload, dict) else {}
+        found = payload.get("choices") if event.event == "narrative_choice" else None
+        if isinstance(found, list):
+            offered.extend(str(choice) for choice in found)
+
+    turn = run_trio(
+        partial(
+            play_turn,
+            text,
+            planner,
+            state=state,
+            data_root=args.data or default_data_root(),
+            on_ui_event=on_ui_event,
+            seed=args.seed,
+        )
+    )
+    for attempt in turn.attempts:
+        to_stderr(render_trace(attempt.result))
+    out.write(printable(turn.narration) + "\n")
+    for number, choice in enumerate(offered, 1):
+        out.write(f"  {number}. {printable(choice)}\n")
+    merge_patch(state, turn.state)
+    return offered

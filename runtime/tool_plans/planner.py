@@ -1,0 +1,93 @@
+"""The narrator's planner: a local model under a decoding profile, or the patterns.
+
+    planner = Planner.start()                        # resolve and load a model, once
+    plan = await planner.plan("I light the torch")   # a checked Plan, always
+
+`Planner.start` walks the model resolution order (see `local_model`) and
+loads the first candidate that loads; with none, it plans with patterns. Each
+plan from the model is decoded under the plan profile for the enabled skills,
+then checked against the contract and the executor's checks. A generation
+that fails is reported and answered by the pattern planner, so `plan` always
+returns a plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...generated.tool_plans import Plan
+from ..engine.skills import SkillSet, bundled_skills
+from ..model.chat import render_chat
+from ..model.generation import (
+    GenerationFailed,
+    ModelWriter,
+    load_first_model,
+    say_on_stderr,
+)
+from .pattern_planner import pattern_plan
+from .profiles import plan_profile
+from .prompts import narrator_messages
+
+__all__ = ["Planner"]
+
+
+@dataclass
+class Planner:
+    """Plans player input with one loaded model, or with patterns when there is none."""
+
+    writer: ModelWriter | None
+    skills: SkillSet
+    say: Callable[[str], None] = say_on_stderr
+
+    @classmethod
+    def start(
+        cls,
+        requested: str | None = None,
+        *,
+        download: bool = True,
+        skills: SkillSet | None = None,
+        say: Callable[[str], None] = say_on_stderr,
+    ) -> Planner:
+        """Load the first model of the resolution order that loads, saying each step."""
+        skills = bundled_skills() if skills is None else skills
+        writer = load_first_model(requested, download=download, say=say)
+        if writer is None:
+            say("planner: no model; planning with patterns")
+        return cls(writer, skills, say)
+
+    async def plan(
+        self,
+        player_input: str,
+        *,
+        disabled: Iterable[str] = (),
+        state: Mapping[str, Any] | None = None,
+        generation: int = 1,
+        parent_plan_id: str | None = None,
+        seed: int | None = None,
+    ) -> Plan:
+        """A plan for `player_input` that passes the contract and the executor's checks.
+
+        The model writes in a worker thread; cancelling the call stops it.
+        """
+        off = sorted(set(disabled))
+        if self.writer is not None:
+            profile = plan_profile(self.skills, disabled=off)
+            messages = narrator_messages(player_input, self.skills, disabled=off, state=state)
+            prompt = render_chat(messages, self.writer.chat_template)
+            try:
+                document = await self.writer.write_in_thread(prompt, profile.schema, seed=seed)
+            except GenerationFailed as failure:
+                self.say(f"planner: the model failed ({failure}); planning with patterns")
+            else:
+                return profile.to_plan(
+                    document, generation=generation, parent_plan_id=parent_plan_id
+                )
+        return pattern_plan(
+            player_input,
+            skills=self.skills,
+            disabled=off,
+            generation=generation,
+            parent_plan_id=parent_plan_id,
+        )
