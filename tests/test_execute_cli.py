@@ -197,8 +197,8 @@ def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
         deepest[kind] = passed[-1]
     state = done.stdout.splitlines()[-1]
     assert state.startswith("state: {")
-    assert f'"d{deepest["array"]}": ' + "[" * (deepest["array"] - 2) in state
-    assert f'"d{deepest["object"]}": ' + '{"a": ' * (deepest["object"] - 2) + "1" in state
+    assert f'"array{deepest["array"]}": ' + "[" * (deepest["array"] - 2) in state
+    assert f'"object{deepest["object"]}": ' + '{"a": ' * (deepest["object"] - 2) + "1" in state
 
     # Around the deepest patch each kind took, as --json. Where the parser stops
     # moves by a level or two with the stack the executor has when it parses.
@@ -214,12 +214,12 @@ def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
     passed = set()
     for trace in result["toolResults"]:
         if trace["state"] == "success":
-            passed.add("d" + trace["toolId"].split("-")[1])
+            passed.add(trace["toolId"].replace("-", ""))
         else:
             assert trace["error"]["message"].startswith("output line 1: arrays and objects nest")
     assert done.returncode == (0 if len(passed) == len(edges) else 1)
     assert set(result["aggregatedState"]) == passed
-    assert {f"d{deepest[kind] - 2}" for kind in deepest} <= passed
+    assert {f"{kind}{deepest[kind] - 2}" for kind in deepest} <= passed
 
 
 def test_the_event_budget_bounds_the_trace_and_says_what_it_dropped(tmp_path: Path) -> None:
