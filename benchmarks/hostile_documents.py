@@ -79,7 +79,7 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
 CHILD_PEAK = """
 import re, sys
 from pathlib import Path
-from plancontracts.runtime.cli import main
+from plancontracts.runtime.cli.main import main
 status = main(sys.argv[1:])
 sys.stdout.flush()
 status_text = Path("/proc/self/status").read_text()

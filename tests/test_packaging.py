@@ -43,7 +43,7 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) ->
     for relative in [
         "py.typed",
         "__main__.py",
-        "runtime/cli.py",
+        "runtime/cli/main.py",
         "codegen/models.py",
         "generated/tool_plans.py",
         "generated/schemas/plan.json",
@@ -51,7 +51,9 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) ->
         "skills/dice-roller/prompt.md",
         "skills/dice-roller/roll.py",
         "skills/dice-roller/roll.input.json",
-        "runtime/templates/narrator.md",
+        "runtime/tool_plans/templates/narrator.md",
+        "runtime/tool_plans/templates/fallback.md",
+        "runtime/planning_blocks/templates/planning.md",
     ]:
         assert (package / relative).is_file(), relative
 
@@ -61,7 +63,7 @@ def test_the_installed_package_validates_and_bare_names_do_not_import(
 ) -> None:
     done = python_in(
         installed,
-        "import importlib.util, plancontracts.runtime as r\n"
+        "import importlib.util, plancontracts as r\n"
         "print(r.__file__)\n"
         "print(r.decode('session-read-plan', b'{}'))\n"
         "print([importlib.util.find_spec(n) for n in ('runtime', 'codegen', 'generated')])\n",
