@@ -17,8 +17,14 @@ _WITHOUT_A_MODEL = (
 )
 
 
+# Only a hang should hit these: on a loaded 2-core machine a model command
+# takes ten times its usual minute or so, and no test asserts speed.
+MODEL_COMMAND_TIMEOUT = 1800
+COMMAND_TIMEOUT = 600
+
+
 def plancontracts(
-    *arguments: str, stdin: str = "", timeout: float = 600
+    *arguments: str, stdin: str = "", timeout: float = MODEL_COMMAND_TIMEOUT
 ) -> subprocess.CompletedProcess[str]:
     """`plancontracts ARGUMENTS`, with `stdin` as standard input."""
     return _run([sys.executable, "-m", "plancontracts", *arguments], stdin, timeout)
@@ -29,7 +35,7 @@ def without_a_model(
 ) -> subprocess.CompletedProcess[str]:
     """The command with the packaged model hidden, and, given `hub_cache`, that cache instead."""
     env = {"HF_HUB_CACHE": str(hub_cache)} if hub_cache else {}
-    return _run([sys.executable, "-c", _WITHOUT_A_MODEL, *arguments], stdin, 120, env)
+    return _run([sys.executable, "-c", _WITHOUT_A_MODEL, *arguments], stdin, COMMAND_TIMEOUT, env)
 
 
 def _run(

@@ -96,7 +96,7 @@ def run_raw(tool_path: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
         cwd=file.parent,
         capture_output=True,
         env={"PATH": os.defpath},
-        timeout=30,
+        timeout=300,
         check=False,
     )
 

@@ -219,7 +219,7 @@ def test_a_line_without_end_stops_the_reading_of_its_file_at_once(tmp_path: Path
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=300,
     )
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
@@ -384,7 +384,7 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: 
     assert process.stderr is not None
     first = process.stdout.readline()
     process.stdout.close()
-    status = process.wait(timeout=60)
+    status = process.wait(timeout=300)
     assert b"many.ndjson:1: invalid" in first
     assert status == 1
     assert process.stderr.read() == b""

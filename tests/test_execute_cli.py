@@ -21,7 +21,7 @@ def execute(tmp_path: Path, plan: Any, *options: str) -> subprocess.CompletedPro
     where.write_text(plan if isinstance(plan, str) else json.dumps(plan))
     command = [sys.executable, "-m", "plancontracts", "execute", str(where)]
     command += ["--data", str(tmp_path / "data"), *options]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
 
 
 def test_the_schema_examples_run_with_the_bundled_skills(tmp_path: Path) -> None:

@@ -246,6 +246,21 @@ def test_retries_count_and_keep_every_attempts_events() -> None:
     assert trace.execution_time_ms == 300
 
 
+def test_retries_never_outlive_the_plan_deadline() -> None:
+    async def fails(request: ToolRequest, emit: EmitEvent) -> None:
+        raise RuntimeError("not this time")
+
+    policy = RetryPolicy(max_retries=10, backoff_ms=400)
+    result = execute(
+        plan_of(call("f", retry_policy=policy)), {"test/work": fails}, Limits(plan_timeout=1.5)
+    )
+    (trace,) = result.tool_results
+    # Mock clock, attempts take no time: waits of 0.4 and 0.8 s fit in 1.5 s;
+    # the next (1.6 s) would not, so the retry is not made and the plan ends.
+    assert (trace.state, trace.retry_count) == ("failed", 2)
+    assert result.execution_time_ms == 1200
+
+
 def test_a_function_that_overruns_its_timeout_times_out() -> None:
     result = execute(
         plan_of(call("slow", timeout_ms=500)), {"test/work": Recorder(durations={"slow": 2.0})}

@@ -34,7 +34,7 @@ def play(text: str, planner: Any, tmp_path: Path, **options: Any) -> Turn:
             text,
             planner,
             data_root=tmp_path / "data",
-            limits=Limits(shutdown_grace=1.0, plan_timeout=30),
+            limits=Limits(shutdown_grace=1.0, plan_timeout=120),
             **options,
         )
     )

@@ -69,7 +69,7 @@ def resolve(env: dict[str, str], *args: str) -> list[str]:
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=600,
     )
     return done.stdout.splitlines()
 
