@@ -64,11 +64,11 @@ def setup() -> None:
         raise SystemExit(f"{CONSTRAINTS.name} is missing: `python3 dev.py lock` writes it")
     wanted = hashlib.sha256(PYPROJECT.read_bytes() + CONSTRAINTS.read_bytes()).hexdigest()
     if not (STAMP.exists() and STAMP.read_text() == wanted):
+        create_venv()
         step(
             "installing plancontracts, its extras and its development tools into .venv "
             "(llama-cpp-python compiles llama.cpp: about 8 minutes on 2 cores the first time)"
         )
-        create_venv()
         constrained = ("--constraint", CONSTRAINTS)
         # pip itself first: it is pinned too, and `--group` needs pip 25.1 or newer.
         pip("install", "--upgrade", "pip", *constrained)
