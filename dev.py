@@ -4,19 +4,28 @@
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
     python3 dev.py bench [validation|executor|planning|thinking]   # set up, then run benchmarks
     python3 dev.py setup   # only set up
+    python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
+                           # constraints.txt, then set up with them
 
 Setting up creates `.venv/` beside this file and installs the project into it
-(editable, with its development tools). It is repeated only when
-pyproject.toml changes.
+(editable, with every extra and the `dev` dependency group) at the exact
+versions of constraints.txt, so every checkout and CI run gets the same ones.
+It also downloads the core's dependencies as wheels into build/wheelhouse/,
+where the packaging test installs the project from without a network. It is
+repeated only when pyproject.toml or constraints.txt changes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
@@ -25,6 +34,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 STAMP = VENV / ".install-stamp"
+PYPROJECT = ROOT / "pyproject.toml"
+CONSTRAINTS = ROOT / "constraints.txt"
+WHEELHOUSE = ROOT / "build" / "wheelhouse"
+WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
 PYTEST_NO_TESTS = 5
 BENCHMARKS = ("validation", "executor", "planning", "thinking")
 
@@ -34,35 +47,96 @@ def main() -> int:
     if sys.version_info < (3, 11):  # noqa: UP036
         print("plancontracts needs Python 3.11 or newer", file=sys.stderr)
         return 2
-    jobs = {"setup": lambda: 0, "demo": demo, "test": test, "bench": bench}
+    jobs = {"setup": lambda: 0, "demo": demo, "test": test, "bench": bench, "lock": lambda: 0}
     job, *names = sys.argv[1:] or [""]
     if job not in jobs or (names and (job != "bench" or not set(names) <= set(BENCHMARKS))):
         print(__doc__, file=sys.stderr)
         return 2
+    if job == "lock":
+        lock()
     setup()
     return bench(*names) if job == "bench" else jobs[job]()
 
 
 def setup() -> None:
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
-        return
+    """Install the project into .venv at the locked versions, and fill the wheelhouse."""
+    if not CONSTRAINTS.exists():
+        raise SystemExit(f"{CONSTRAINTS.name} is missing: `python3 dev.py lock` writes it")
+    wanted = hashlib.sha256(PYPROJECT.read_bytes() + CONSTRAINTS.read_bytes()).hexdigest()
+    if not (STAMP.exists() and STAMP.read_text() == wanted):
+        create_venv()
+        step(
+            "installing plancontracts, its extras and its development tools into .venv "
+            "(llama-cpp-python compiles llama.cpp: about 8 minutes on 2 cores the first time)"
+        )
+        constrained = ("--constraint", CONSTRAINTS)
+        # pip itself first: it is pinned too, and `--group` needs pip 25.1 or newer.
+        pip("install", "--upgrade", "pip", *constrained)
+        pip("install", *constrained, *everything())
+        STAMP.write_text(wanted)
+    if not (WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == wanted):
+        step(f"downloading the core's dependencies as wheels into {WHEELHOUSE.relative_to(ROOT)}")
+        shutil.rmtree(WHEELHOUSE, ignore_errors=True)
+        core = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+        pip("download", "--only-binary", ":all:", "--dest", WHEELHOUSE, "-c", CONSTRAINTS, *core)
+        WHEELHOUSE_STAMP.write_text(wanted)
+
+
+def lock() -> None:
+    """Write constraints.txt: the newest versions that pyproject.toml allows, for .venv.
+
+    Nothing is installed but pip: pip resolves the whole environment as if
+    it were empty and reports what it would install.
+    """
+    step(f"resolving the newest allowed versions into {CONSTRAINTS.name}")
+    create_venv()
+    pip("install", "--upgrade", "pip")
+    report = ROOT / "build" / "lock-report.json"
+    report.parent.mkdir(exist_ok=True)
+    pip("install", "--dry-run", "--ignore-installed", "--report", report, *everything())
+    resolved = json.loads(report.read_text())["install"]
+    report.unlink()
+    versions = {
+        canonical(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in resolved
+        if canonical(item["metadata"]["name"]) != "plancontracts"
+    }
+    asked = [PYTHON, "-c", "import importlib.metadata as m; print(m.version('pip'))"]
+    done = subprocess.run(asked, capture_output=True, text=True, check=True)
+    versions["pip"] = done.stdout.strip()
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    CONSTRAINTS.write_text(
+        "# The exact version of everything `python3 dev.py setup` installs into .venv,\n"
+        "# pip included. Written by `python3 dev.py lock`: do not edit by hand.\n"
+        f"# Resolved with {python} on {sys.platform} {platform.machine()}.\n"
+        + "".join(f"{name}=={versions[name]}\n" for name in sorted(versions))
+    )
+
+
+def everything() -> list[object]:
+    """pip's arguments for the project (editable) with every extra, and the `dev` group."""
+    extras = ",".join(tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"])
+    return ["--editable", f"{ROOT}[{extras}]", "--group", f"{PYPROJECT}:dev"]
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as PEP 503 normalises it: `Jinja2` is `jinja2`, `a_b` is `a-b`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def create_venv() -> None:
     if not PYTHON.exists():
         step("creating .venv")
         venv.create(VENV, with_pip=True)
-    step(
-        "installing plancontracts and its development tools into .venv "
-        "(llama-cpp-python compiles llama.cpp: about 8 minutes on 2 cores the first time)"
-    )
-    for command in (["--upgrade", "pip"], ["--editable", f"{ROOT}[dev]"]):
-        # pip's and setuptools' chatter is shown only when something fails.
-        done = subprocess.run(
-            [PYTHON, "-m", "pip", "install", "--quiet", *command], capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            print(done.stdout + done.stderr, file=sys.stderr)
-            raise SystemExit(f"installing failed (exit {done.returncode}); see the output above")
-    STAMP.write_text(wanted)
+
+
+def pip(*arguments: object) -> None:
+    """Run pip in .venv; its chatter is shown only when it fails."""
+    command = [str(PYTHON), "-m", "pip", *map(str, arguments)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(done.stdout + done.stderr, file=sys.stderr)
+        raise SystemExit(f"pip failed (exit {done.returncode}): {' '.join(command[3:])}")
 
 
 def demo() -> int:

@@ -1,7 +1,14 @@
-"""A normal (non-editable) install holds one package, `plancontracts`, and works on its own."""
+"""A normal (non-editable) install holds one package, `plancontracts`, and works on its own.
+
+The core installs without any extra: the wheel goes into a fresh virtual
+environment with nothing but the core's dependencies, offline, from the
+wheelhouse `python3 dev.py setup` fills, and validates, decodes and executes
+there; the commands that need an extra say which.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,19 +16,68 @@ from pathlib import Path
 
 import pytest
 
+from plancontracts.runtime.cli.extras import EXTRAS
+
 ROOT = Path(__file__).resolve().parent.parent
+WHEELHOUSE = ROOT / "build" / "wheelhouse"
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project built as a wheel and unpacked into a folder, as pip would install it."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project built as a wheel, offline, by the setuptools of the `dev` group."""
     scratch = tmp_path_factory.mktemp("wheel")
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--wheel-dir", scratch, ROOT], check=True)
-    [wheel] = scratch.glob("plancontracts-*.whl")
-    target = scratch / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--target", target, wheel], check=True)
+    build = [*PIP, "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
+    # setuptools warns about each template and skill folder; the tests below see what it built.
+    subprocess.run([*build, "--wheel-dir", scratch, ROOT], check=True, capture_output=True)
+    [built] = scratch.glob("plancontracts-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path) -> Path:
+    """The wheel unpacked into a folder, as pip would install it."""
+    target = wheel.parent / "site"
+    subprocess.run([*PIP, "install", "--no-deps", "--target", target, wheel], check=True)
     return target
+
+
+@pytest.fixture(scope="module")
+def core_only(wheel: Path) -> Path:
+    """A fresh virtual environment holding the wheel and the core's dependencies, no extra.
+
+    pip installs from the wheelhouse alone: no index, and none of this
+    machine's pip configuration.
+    """
+    if not (WHEELHOUSE / ".stamp").is_file():
+        pytest.skip(f"no wheelhouse at {WHEELHOUSE}: `python3 dev.py setup` downloads it")
+    environment = wheel.parent / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", environment], check=True)
+    python = environment / "bin" / "python"
+    offline = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
+    offline["PIP_CONFIG_FILE"] = os.devnull
+    install = [*PIP, "--python", python, "install", "--no-index", "--find-links", WHEELHOUSE]
+    subprocess.run([*install, wheel], check=True, env=offline)
+    return environment
+
+
+def in_core(
+    environment: Path, *command: str, cwd: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`command` run with the core-only environment's programs, from `cwd`."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    program = str(environment / "bin" / command[0])
+    return subprocess.run(
+        [program, *command[1:]],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def python_in(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -103,3 +159,61 @@ def test_the_installed_package_runs_a_plan_with_its_bundled_skills(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1d20+2 rolled" in done.stdout
+
+
+def test_the_core_installs_and_runs_without_any_extra(core_only: Path, tmp_path: Path) -> None:
+    # Run in one process, so that its modules show that no extra was imported, not only
+    # that none could have been.
+    done = in_core(
+        core_only,
+        "python",
+        "-c",
+        "import importlib.util, json, sys\n"
+        "from plancontracts import contract_schema, decode\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "plan = json.dumps(contract_schema('plan')['examples'][1])\n"
+        "open('plan.json', 'w').write(plan)\n"
+        "print([tool.tool_id for tool in decode('plan', plan).tools])\n"
+        "for command in (['examples'], ['validate', 'plan', 'plan.json'],\n"
+        "                ['execute', 'plan.json', '--data', 'data']):\n"
+        "    assert main(command) == 0, command\n"
+        "optional = sys.argv[1:]\n"
+        "print(json.dumps([m for m in sys.modules if m.split('.')[0] in optional]))\n"
+        "print(json.dumps([n for n in optional if importlib.util.find_spec(n)]))\n",
+        *OPTIONAL,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    decoded, *output, imported, importable = done.stdout.splitlines()
+    assert decoded == "['roll', 'tell']"
+    assert "plan.json: valid" in output
+    assert any("1d20+2 rolled" in line for line in output)
+    assert json.loads(imported) == []
+    assert json.loads(importable) == []
+    # The console script, as a user runs it.
+    validated = in_core(core_only, "plancontracts", "validate", "plan", "plan.json", cwd=tmp_path)
+    assert (validated.returncode, validated.stdout) == (
+        0,
+        "plan.json: valid\n1 document checked: 1 valid, 0 invalid\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "extra"),
+    [
+        (["plan", "I light the torch"], "model"),
+        (["play"], "model"),
+        (["think", "A locked door"], "model"),
+        (["generate", "--schemas", ".", "--out", "."], "codegen"),
+    ],
+)
+def test_in_the_core_install_a_command_names_its_missing_extra(
+    core_only: Path, tmp_path: Path, arguments: list[str], extra: str
+) -> None:
+    done = in_core(core_only, "plancontracts", *arguments, cwd=tmp_path, stdin="I look\n")
+    missing = ", ".join(EXTRAS[extra])
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"plancontracts: error: {arguments[0]} needs the {extra} extra, which is not installed "
+        f"(no module {missing}): pip install 'plancontracts[{extra}]'\n"
+    )

