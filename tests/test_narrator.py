@@ -169,3 +169,18 @@ def test_an_empty_player_input_is_refused_before_any_model_loads(text: str) -> N
     assert done.returncode == 2
     assert "an empty player input" in done.stderr
     assert "model:" not in done.stderr
+
+
+def test_an_overlong_input_line_is_skipped_in_bounded_memory() -> None:
+    stdin = "I light the torch\n" + "a" * 70_000 + "\nI roll 2d6\n"
+    done = without_a_model("plan", "-", stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2  # the two lines that fit
+    assert "line 2 of standard input is longer than 65536 characters: skipped" in done.stderr
+
+
+def test_standard_input_that_never_ends_a_line_is_read_no_further() -> None:
+    done = without_a_model("plan", "-", stdin="a" * 200_000)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "does not end within 65536 more: the rest is not read" in done.stderr

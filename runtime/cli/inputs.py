@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from ..core.errors import Violation
-from .base import StreamError, UsageError, reason, standard_input
+from .base import StreamError, UsageError, reason, say, standard_input
 
 __all__ = [
     "lines_of",
@@ -114,14 +114,42 @@ def texts(arguments: list[str]) -> Iterator[str]:
                 yield text.strip()
 
 
-def standard_lines() -> Iterator[str]:
-    """The lines of standard input; a failure to read it ends the command as a `StreamError`."""
+MAX_TEXT_LINE = 64 * 1024
+"Longest line of text (player input, a situation) read from standard input, in characters."
+
+
+def standard_lines(limit: int = MAX_TEXT_LINE) -> Iterator[str]:
+    """The lines of standard input, each read in bounded memory.
+
+    A line longer than `limit` characters is skipped with a warning if it
+    ends within `limit` more, and otherwise standard input is read no
+    further (it may never end), which the warning says. A failure to read
+    ends the command as a `StreamError`.
+    """
     stream = standard_input()
+    number = 0
     while True:
-        try:
-            line = stream.readline()
-        except OSError as error:
-            raise StreamError(f"cannot read standard input: {reason(error)}") from error
+        line = _read_line(stream, limit + 1)
         if not line:
             return
-        yield line
+        number += 1
+        if len(line) <= limit or line.endswith("\n"):
+            yield line
+            continue
+        skipped = 0
+        while skipped <= limit and line and not line.endswith("\n"):
+            line = _read_line(stream, limit + 1 - skipped)
+            skipped += len(line)
+        too_long = f"warning: line {number} of standard input is longer than {limit} characters"
+        if line.endswith("\n") or not line:
+            say(f"{too_long}: skipped")
+            continue
+        say(f"{too_long} and does not end within {limit} more: the rest is not read")
+        return
+
+
+def _read_line(stream: TextIO, size: int) -> str:
+    try:
+        return stream.readline(size)
+    except OSError as error:
+        raise StreamError(f"cannot read standard input: {reason(error)}") from error
