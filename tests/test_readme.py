@@ -1,4 +1,4 @@
-"""README.md: its quick start, command-line and Python examples run as written."""
+"""README.md and docs/*.md: their examples run as written, and their links lead somewhere."""
 
 from __future__ import annotations
 
@@ -6,56 +6,140 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, flags=re.DOTALL)
-QUICK_START = BLOCKS[0][1]
-SHELL_EXAMPLES = [
-    (index, body) for index, (kind, body) in enumerate(BLOCKS) if kind == "sh" and index > 0
-]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+TEXTS = {page: page.read_text(encoding="utf-8") for page in PAGES}
+FENCED = re.compile(r"```(\w+)\n(.*?)```", flags=re.DOTALL)
+
+
+def blocks(page: Path) -> list[tuple[int, str, str]]:
+    """Each fenced block of `page`: the line its fence opens on, its language and its body."""
+    text = TEXTS[page]
+    return [
+        (text.count("\n", 0, found.start()) + 1, found[1], found[2])
+        for found in FENCED.finditer(text)
+    ]
+
+
+QUICK_START = blocks(README)[0]
+
+
+def _examples() -> list[tuple[Path, int, str, str, str | None]]:
+    """Every shell and Python example after the quick start, in page order.
+
+    Each comes with its page, its line, its language, its body, and the output the page
+    promises for it: the `text` block right after a shell example, if any.
+    """
+    found = []
+    for page in PAGES:
+        fenced = blocks(page)
+        for index, (line, kind, body) in enumerate(fenced):
+            if kind not in ("sh", "python") or (page, line) == (README, QUICK_START[0]):
+                continue
+            following = fenced[index + 1] if index + 1 < len(fenced) else None
+            shown = following[2] if kind == "sh" and following and following[1] == "text" else None
+            found.append((page, line, kind, body, shown))
+    return found
+
+
+EXAMPLES = _examples()
 
 
 def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second() -> None:
-    assert README.index("## Quick start") < README.index("```sh")
-    assert QUICK_START.splitlines() == ["python3 dev.py demo", "python3 dev.py test"]
+    text = TEXTS[README]
+    assert text.index("## Quick start") < text.index("```sh")
+    assert QUICK_START[2].splitlines() == ["python3 dev.py demo", "python3 dev.py test"]
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
     assert [line for line in ci.splitlines() if "dev.py" in line] == ["python3 dev.py test"]
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One folder for every example, as for a reader who follows the README in order."""
-    return tmp_path_factory.mktemp("readme")
+def folder_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """One folder per page for all its examples, as for a reader who follows it in order."""
+    folders: dict[Path, Path] = {}
+
+    def folder(page: Path) -> Path:
+        if page not in folders:
+            folders[page] = tmp_path_factory.mktemp(page.stem)
+        return folders[page]
+
+    return folder
 
 
-@pytest.mark.parametrize(("index", "script"), SHELL_EXAMPLES, ids=lambda v: str(v)[:40])
-def test_shell_examples_run(index: int, script: str, folder: Path) -> None:
-    rewrites_the_project = re.search(
-        r"plancontracts generate(?! --check)|--snapshot-update", script
-    )
-    if rewrites_the_project or "dev.py bench" in script:
+@pytest.mark.parametrize(
+    ("page", "line", "kind", "body", "shown"),
+    EXAMPLES,
+    ids=[f"{page.name}:{line}" for page, line, *_ in EXAMPLES],
+)
+def test_examples_run(
+    page: Path,
+    line: int,
+    kind: str,
+    body: str,
+    shown: str | None,
+    folder_of: Callable[[Path], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = folder_of(page)
+    if kind == "python":
+        monkeypatch.chdir(folder)
+        exec(compile(body, f"{page.name}:{line}", "exec"), {})
+        return
+    rewrites_the_project = re.search(r"plancontracts generate(?! --check)|--snapshot-update", body)
+    if rewrites_the_project or "dev.py bench" in body:
         pytest.skip("changes the project or times the machine: run by hand")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=ROOT if "generate" in script else folder,
+        ["bash", "-euo", "pipefail", "-c", body],
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    following = BLOCKS[index + 1] if index + 1 < len(BLOCKS) else ("", "")
-    if following[0] == "text":  # the output the README promises
-        assert done.stdout == following[1]
+    if shown is not None:
+        assert done.stdout == shown
 
 
-@pytest.mark.parametrize(
-    "code", [body for kind, body in BLOCKS if kind == "python"], ids=lambda v: v[:40]
-)
-def test_python_examples_run(code: str) -> None:
-    exec(compile(code, "README.md", "exec"), {})
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def links(page: Path) -> list[str]:
+    """The targets of the Markdown links of `page`, outside its fenced blocks."""
+    return LINK.findall(FENCED.sub("", TEXTS[page]))
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the headings of `page`."""
+    headings = re.findall(r"^#+ (.+)$", FENCED.sub("", TEXTS[page]), flags=re.MULTILINE)
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings
+    }
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_links_lead_to_a_page_and_heading_of_the_project(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z]+:", target):  # https: and the like are not checked here
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.is_relative_to(ROOT) or not linked.exists():
+            broken.append(f"{target}: no such file in the project")
+        elif anchor and (linked not in TEXTS or anchor not in anchors(linked)):
+            broken.append(f"{target}: no such heading")
+    assert not broken, f"{page.name}: " + "; ".join(broken)
+
+
+def test_every_page_of_the_manual_is_linked_from_the_readme() -> None:
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in links(README)}
+    assert [page.name for page in DOCS if page not in linked] == []
