@@ -9,7 +9,7 @@ mutates each into a possibly invalid one. For every document:
   and for integral floats such as `1.0` in an integer field, which JSON
   Schema accepts and msgspec does not;
 - `decode`, the public path, accepts exactly what the schema accepts and the
-  contract's rules beyond the schema (`runtime.protocol_rules`) allow;
+  contract's rules beyond the schema (declared by families: `runtime.core.rules`) allow;
 - a rejection names only places that exist in the document;
 - an accepted document loses nothing: the typed object holds every value of
   the input and survives an encode/decode round trip unchanged.

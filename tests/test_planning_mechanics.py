@@ -1,6 +1,6 @@
 """The planning protocol's rules as code: checks, execution DCs, rewards, freezes and time.
 
-Example tests pin each rule of `runtime.planning_mechanics` (the protocol's worked
+Example tests pin each rule of `runtime.planning_blocks.mechanics` (the protocol's worked
 examples among them); property tests check the rules hold for every input; the
 tier, risk and complexity names are checked against the planning-block contract;
 `choice_dc` is exercised on typed blocks decoded from JSON.

@@ -2,7 +2,7 @@
 
 A contract says what is valid; a decoding profile says what a model may write
 now. A small model under a grammar still writes whatever the grammar allows,
-so the profile leaves it no room to wander (see DECODING in the docs):
+so the profile leaves it no room to wander (see docs/local-model.md):
 
 - references inlined and annotations dropped;
 - every object closed; a free-form object becomes a short map of named

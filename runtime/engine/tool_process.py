@@ -9,7 +9,7 @@ Whatever ends the run (the script exiting, a protocol violation, a deadline,
 an outside cancellation), nothing of the process group is left: the group
 gets SIGTERM, then SIGKILL once the grace period has passed. A process that
 leaves the group on purpose (with setsid) escapes this; that is a limit of
-process groups, documented in the README.
+process groups, documented in docs/tool-plans.md.
 """
 
 from __future__ import annotations

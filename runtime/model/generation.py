@@ -97,7 +97,7 @@ class ModelWriter:
         )
         template = llama.metadata.get("tokenizer.chat_template") or None
         # chat_mode off: prompts arrive rendered through the model's own chat
-        # template (runtime.prompts), and plain completion honours stopping criteria.
+        # template (runtime.model.chat), and plain completion honours stopping criteria.
         model: Any = outlines.from_llamacpp(llama, chat_mode=False)
         model.model = _KeepingEvaluatedPrefix(llama)
         return cls(path, llama, model, template)
@@ -233,7 +233,7 @@ def load_first_model(
     download: bool = True,
     say: Callable[[str], None] = say_on_stderr,
 ) -> ModelWriter | None:
-    """The first model of the resolution order that loads (see `local_model`), or None.
+    """The first model of the resolution order that loads (see `runtime.model.resolution`), or None.
 
     Each step is said in one line; a candidate that is not a GGUF model, or
     that llama.cpp cannot load, is reported and the next one tried.

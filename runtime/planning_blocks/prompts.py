@@ -112,7 +112,7 @@ _REFS = re.compile(r'"\$ref": "(#/\$defs/[^"]+)"')
 
 
 def _mechanics() -> str:
-    """The protocol's numbers, as `runtime.planning_mechanics` applies them."""
+    """The protocol's numbers, as `runtime.planning_blocks.mechanics` applies them."""
     modifiers = "; ".join(f"{m.reason} {m.change:+d}" for m in rules.DC_MODIFIERS)
     parallel = rules.parallel_dc_modifier
     complexity = ", ".join(f"{name} +{extra}" for name, extra in rules.COMPLEXITY_DC.items())

@@ -10,7 +10,7 @@ hours their DC sets, from the moment the check failed.
 
 The rules read the value as parsed, whatever else is wrong with it: each one
 checks only what is there and well typed, so a document that breaks the
-schema still hears about the rest. Validation (`runtime.validation`) adds
+schema still hears about the rest. Validation (`runtime.core.validation`) adds
 their violations to the schema's. Each rule finds its violations one at a
 time, in time linear in the value's size, and walks values in loops, never
 by recursion, so hostile documents (a million choices, nesting as deep as the

@@ -5,7 +5,7 @@
     thought.block                                                # a typed PlanningBlock
 
 The model writes under the planning-block profile of the mode
-(`decoding_profiles.block_profile`), after the planning protocol prompt
+(`planning_blocks.profiles.block_profile`), after the planning protocol prompt
 (`prompts.planning_messages`). In Think mode it first sets the planning check
 (ability, DC and why); code rolls it (d20 plus the ability's modifier) and
 the model then writes the block knowing how well the check went; the roll

@@ -36,7 +36,7 @@ log = logging.getLogger("plancontracts.narrator")
 
 
 class PlanSource(Protocol):
-    """What the narrator plans with: `runtime.planner.Planner`, or any planner like it."""
+    """What the narrator plans with: `tool_plans.planner.Planner`, or any planner like it."""
 
     skills: SkillSet
 

@@ -3,7 +3,7 @@
     planner = Planner.start()                        # resolve and load a model, once
     plan = await planner.plan("I light the torch")   # a checked Plan, always
 
-`Planner.start` walks the model resolution order (see `local_model`) and
+`Planner.start` walks the model resolution order (see `runtime.model.resolution`) and
 loads the first candidate that loads; with none, it plans with patterns. Each
 plan from the model is decoded under the plan profile for the enabled skills,
 then checked against the contract and the executor's checks. A generation
