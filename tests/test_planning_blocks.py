@@ -329,7 +329,7 @@ def test_meta_choices_alone_need_no_parallel_option() -> None:
 
 
 def test_an_unknown_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="mode is .story. or .think., not .dream."):
+    with pytest.raises(ValueError, match=r"mode is .story. or .think., not .dream."):
         rules_in("dream")  # type: ignore[arg-type]
 
 

@@ -2,7 +2,8 @@
 
 Input: {"kind": "array" or "object", "depths": [3, 4, ...]}. The patch for depth
 d sets key "<kind><d>" (array986, say), so the two kinds never merge; the line's
-own object and the patch object are two of its d levels. The text is built by hand: json.dumps would hit Python's recursion limit.
+own object and the patch object are two of its d levels. The text is built by
+hand: json.dumps would hit Python's recursion limit.
 """
 
 import sys
