@@ -83,8 +83,9 @@ async def execute_plan(
     """
     if not 1 <= attempt_number <= MAX_ATTEMPT_NUMBER:
         raise ValueError(f"attempt_number must be 1 to {MAX_ATTEMPT_NUMBER}")
-    skills, functions = _tools(skills, functions)
     limits = limits or Limits()
+    folders = tuple(folder.resolve() for folder in asset_folders)
+    skills, functions = _tools(skills, functions)
     started = trio.current_time()
     deadline = started + limits.plan_timeout
     try:
@@ -100,7 +101,7 @@ async def execute_plan(
         limits=limits,
         deadline=deadline,
         data_root=data_root,
-        asset_folders=tuple(folder.resolve() for folder in asset_folders),
+        asset_folders=folders,
         on_ui_event=on_ui_event,
         failed=failed,
     )
