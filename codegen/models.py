@@ -91,10 +91,12 @@ def _is_nullable(branches: list[JSONSchema]) -> bool:
     return len(branches) == 2 and {"type": "null"} in branches
 
 
-def snake_case(json_name: str) -> str:
+def python_name(json_name: str) -> str:
     """The Python name of a JSON member: `retryPolicy` -> `retry_policy`, `$comment` -> `comment`.
 
-    Python keywords get a trailing underscore: `async` -> `async_`.
+    Python keywords get a trailing underscore: `async` -> `async_`. Unlike the
+    runtime's `snake_case` (keys from prose: accents folded, bounded, possibly
+    empty), the result is always a valid Python identifier.
     """
     core = re.sub(r"[^0-9A-Za-z]+", "_", json_name).strip("_")
     core = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", core).lower()
@@ -191,7 +193,7 @@ def _shape_struct(cls: ast.ClassDef, schema: JSONSchema) -> None:
         json_name = _json_name(statement)
         if json_name not in properties:
             raise SchemaTreeError(f"{cls.name}.{statement.target.id}: no such property")
-        statement.target.id = snake_case(json_name)
+        statement.target.id = python_name(json_name)
         if statement.target.id in python_names:
             raise SchemaTreeError(f"{cls.name}: two properties map to {statement.target.id}")
         python_names.add(statement.target.id)

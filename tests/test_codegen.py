@@ -14,7 +14,7 @@ import pytest
 
 from plancontracts import generated
 from plancontracts.codegen import generate
-from plancontracts.codegen.models import rules_beyond_types, snake_case
+from plancontracts.codegen.models import python_name, rules_beyond_types
 from plancontracts.codegen.schemas import SchemaTree, SchemaTreeError
 from plancontracts.generated import (
     goal_plans,
@@ -180,7 +180,7 @@ def test_rules_beyond_types_names_what_msgspec_cannot_express() -> None:
 
 
 @pytest.mark.parametrize(
-    ("json_name", "python_name"),
+    ("json_name", "name"),
     [
         ("retryPolicy", "retry_policy"),
         ("toolId", "tool_id"),
@@ -191,5 +191,5 @@ def test_rules_beyond_types_names_what_msgspec_cannot_express() -> None:
         ("executionTimeMs", "execution_time_ms"),
     ],
 )
-def test_snake_case_names(json_name: str, python_name: str) -> None:
-    assert snake_case(json_name) == python_name
+def test_python_names(json_name: str, name: str) -> None:
+    assert python_name(json_name) == name

@@ -40,6 +40,22 @@ def test_each_intent_calls_its_skill_then_the_storyteller(
     assert calls(text) == [*expected, ("storyteller", {"style": "vivid"})]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The ids are the words' keys as `snake_case` makes them everywhere else.
+        ("my standing with the NightWatch", ("reputation", {"faction": "night_watch"})),
+        ("I examine the IronBound door", ("door-examiner", {"target": "iron_bound_door"})),
+        # A word too long for an id is left out, never cut into another word.
+        (f"I examine the {'x' * 50} door", ("door-examiner", {"target": "door"})),
+    ],
+)
+def test_ids_are_the_players_words_in_snake_case(
+    text: str, expected: tuple[str, dict[str, object]]
+) -> None:
+    assert calls(text)[0] == expected
+
+
 def test_looking_around_is_the_storyteller_alone() -> None:
     assert calls("I look around") == [
         ("storyteller", {"style": "vivid", "subject": "the surroundings"})

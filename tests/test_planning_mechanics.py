@@ -29,6 +29,7 @@ from plancontracts.generated.planning_blocks import (
     QualityTier,
     RiskLevel,
 )
+from plancontracts.runtime.core.keys import snake_case
 from plancontracts.runtime.planning_blocks.mechanics import (
     COMPLEXITY_DC,
     FAILURE_TIERS,
@@ -51,7 +52,6 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     reattempt,
     reward_multiplier,
     roll_check,
-    snake_case,
     thaw,
     topic_key,
 )

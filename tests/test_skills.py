@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from local_servers import http_server
 
+from plancontracts.runtime.engine.input_schemas import MAX_INPUT_SCHEMA_BYTES
 from plancontracts.runtime.engine.skills import (
-    MAX_INPUT_SCHEMA_BYTES,
     MAX_PROMPT_BYTES,
     SkillSet,
     UnusableScript,

@@ -413,6 +413,11 @@ def stop_once_started(
     while not started() and cli.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
+    return stop(cli, signum)
+
+
+def stop(cli: subprocess.Popen[bytes], signum: int) -> bytes:
+    """Send `signum` now; the rest of the command's standard error once it ended (or was killed)."""
     cli.send_signal(signum)
     try:
         _, err = cli.communicate(timeout=PATIENCE)
@@ -501,13 +506,7 @@ def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(signum: i
     # The model writes its first plan right after it is loaded.
     while not said or not (said[-1].startswith(b"model: loaded") or said[-1] == b""):
         said.append(cli.stderr.readline())
-    cli.send_signal(signum)
-    try:
-        _, err = cli.communicate(timeout=PATIENCE)
-    except subprocess.TimeoutExpired:
-        cli.kill()
-        cli.communicate()
-        raise
+    err = stop(cli, signum)
     # Not a crash of llama.cpp's teardown (SIGSEGV, SIGABRT) under the stopped generation.
     assert_stopped_cleanly(cli, signum, b"".join(said) + err)
 

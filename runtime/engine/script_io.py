@@ -38,6 +38,7 @@ from ...generated.tool_plans import (
     DoneEvent,
     ErrorEvent,
     LogEvent,
+    SkillScript,
     StatePatchEvent,
     ToolEvent,
     ToolRequest,
@@ -77,6 +78,10 @@ class ScriptFailure(Exception):
         self.code = code
         self.message = message
         self.details = details
+
+
+class _UnusableSchema(Exception):
+    """The input schema a script names cannot be used: the script is broken, not its input."""
 
 
 class Reply:
@@ -165,9 +170,15 @@ def run_script(
     A request that is not a valid `tool-request`, or whose input breaks
     `input_schema` (the script's JSON Schema file, the one its manifest
     names), ends the run with `done` ok false and error code `bad_request`
-    or `bad_input`, before `main` runs. Any other exception is a crash: its
+    or `bad_input`, before `main` runs. The schema is loaded as skill
+    discovery loads it: its references reach only files of the skill folder
+    (the nearest folder above it with a `skill.json`, else its own folder),
+    and checking stops after the time a script may take by default. A
+    schema that cannot be used is the script's fault: the reason goes to
+    standard error and to an `unusable_input_schema` error event, and the
+    script exits 1 without `done`. Any other exception is a crash: its
     traceback goes to standard error, an `error` event names it, and the
-    script exits 1 without `done`, which the executor reports as a process
+    script exits 1 without `done`. The executor reports either as a process
     error.
     """
     reply = Reply("", sys.stdout.buffer if stdout is None else stdout)
@@ -181,6 +192,10 @@ def run_script(
         reply.error("bad_request", f"standard input is not a tool request: {error}")
         reply.done(False, "the request could not be read")
         raise SystemExit(0) from None
+    except _UnusableSchema as broken:
+        print(broken, file=sys.stderr)
+        reply.error("unusable_input_schema", str(broken))
+        raise SystemExit(1) from None
     except ScriptFailure as failure:
         if not reply.finished:
             reply.error(failure.code, failure.message, failure.details)
@@ -198,15 +213,40 @@ def run_script(
 
 def _check_input(value: dict[str, Any], schema_file: Path) -> None:
     # The executor checks inputs before a plan runs; this keeps a script safe
-    # when something else starts it, with the same schema as the one truth.
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import best_match
+    # when something else starts it, by the same rules: the schema is loaded as
+    # discovery loads it (references only to files of the skill folder,
+    # patterns matched with a time limit). Imported here: a script without an
+    # input schema does without jsonschema.
+    from .input_schemas import check_input, input_validator
+    from .skill_files import reason
 
-    schema = json.loads(schema_file.read_bytes())
-    problem = best_match(Draft202012Validator(schema).iter_errors(value))
+    file = Path(os.path.abspath(schema_file))
+    # The skill folder is the nearest one above that holds a manifest.
+    root = next((folder for folder in file.parents if (folder / "skill.json").is_file()), None)
+    root = root or file.parent
+    name = os.path.relpath(file, root)
+    try:
+        validator = input_validator(root.resolve(), name)
+    except (OSError, ValueError) as error:
+        raise _UnusableSchema(
+            f"the input schema {schema_file} cannot be used: {reason(error)}"
+        ) from None
+    # Started by the executor, a script is stopped at its deadline anyway; started
+    # otherwise, its check takes at most what a script may take by default.
+    seconds = _default_timeout_ms() / 1000
+    problem = check_input(
+        validator, name, value, seconds=seconds, until=f"the {seconds:g} s a script may take"
+    )
     if problem is not None:
-        where = "/" + "/".join(map(str, problem.absolute_path))
-        raise ScriptFailure("bad_input", f"input {where}: {problem.message}")
+        raise ScriptFailure("bad_input", problem.message)
+
+
+def _default_timeout_ms() -> int:
+    """How long a script may run when its manifest does not say (the skill-manifest's default)."""
+    timeout: int = next(
+        field.default for field in msgspec.structs.fields(SkillScript) if field.name == "timeout"
+    )
+    return timeout
 
 
 class DataFile:

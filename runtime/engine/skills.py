@@ -9,38 +9,33 @@ script, when the manifest does not mark it `required`) and records why in
 `SkillSet.problems`, which the CLI prints as warnings.
 
 Every file discovery reads (a manifest, a prompt, an input schema and the
-files it refers to) must be a regular file within a size limit: a FIFO, a
-socket, a device or a folder is refused without being opened for reading.
-An input schema resolves its `$ref`s only to files of its skill folder, all
-read and checked at discovery; checking an input later reads nothing and
-stops at the deadline it is given.
+files it refers to) must be a regular file within a size limit (see
+`skill_files`). An input schema resolves its `$ref`s only to files of its
+skill folder, all read and checked at discovery; checking an input later
+reads nothing and stops at the deadline it is given (see `input_schemas`).
 """
 
 from __future__ import annotations
 
 import os
-import stat
-import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote, urljoin, urlsplit
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
-    from referencing import Resource
-    from referencing._core import Resolver
+
+from msgspec import UnsetType
 
 from ...generated.tool_plans import RetryPolicy, SkillManifest, SkillScript
 from ..core.errors import ContractError
-from ..core.jsontext import parse
 from ..core.validation import decode
+from .input_schemas import InputProblem, check_input, input_validator
+from .skill_files import inside, read_regular_file, reason
 
 __all__ = [
-    "InputProblem",
     "Script",
     "Skill",
     "SkillSet",
@@ -51,8 +46,6 @@ __all__ = [
 
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_PROMPT_BYTES = 64 << 10
-MAX_INPUT_SCHEMA_BYTES = MAX_MANIFEST_BYTES
-"What an input schema and the files it refers to may hold together."
 
 
 @dataclass(frozen=True)
@@ -82,44 +75,12 @@ class Script:
         nested deeper than Python's recursion allows is a problem too.
         Raises nothing else.
         """
-        if self.input_validator is None:
-            return None
-        from jsonschema.exceptions import best_match
-
         schema = self.declaration.input_schema
-        deadline = _DEADLINE.set(time.monotonic() + seconds)
-        try:
-            problem = best_match(self.input_validator.iter_errors(value))
-        except RecursionError:
-            return InputProblem(
-                "input_too_deep", None, f"input nests too deeply to be checked against {schema}"
-            )
-        except _OutOfTime as out:
-            matching = f" (matching the pattern {out.pattern!r})" if out.pattern else ""
-            return InputProblem(
-                "input_check_timeout",
-                None,
-                f"checking the input against {schema} ran out of time before the plan's "
-                f"deadline{matching}",
-            )
-        finally:
-            _DEADLINE.reset(deadline)
-        if problem is None:
+        if self.input_validator is None or isinstance(schema, UnsetType):
             return None
-        where = "/" + "/".join(map(str, problem.absolute_path))
-        return InputProblem("invalid_input", where, f"input {where}: {problem.message}")
-
-
-@dataclass(frozen=True)
-class InputProblem:
-    """Why a call's input is refused, as `Script.check_input` finds it."""
-
-    code: Literal["invalid_input", "input_too_deep", "input_check_timeout"]
-    "`invalid_input`: the schema refuses it; the others: it could not be checked."
-    pointer: str | None
-    "Where in the input, for `invalid_input`."
-    message: str
-    "One line, naming the schema's complaint or why checking stopped."
+        return check_input(
+            self.input_validator, schema, value, seconds=seconds, until="the plan's deadline"
+        )
 
 
 @dataclass(frozen=True)
@@ -244,10 +205,10 @@ def _load_skill(folder: Path, problems: list[str]) -> Skill | None:
     where = folder / "skill.json"
     try:
         manifest: SkillManifest = decode(
-            "skill-manifest", _read_regular_file(where, MAX_MANIFEST_BYTES)
+            "skill-manifest", read_regular_file(where, MAX_MANIFEST_BYTES)
         )
     except (OSError, ValueError, ContractError) as error:
-        problems.append(f"{where}: skipped, {_reason(error)}")
+        problems.append(f"{where}: skipped, {reason(error)}")
         return None
     if manifest.name != folder.name:
         problems.append(
@@ -258,16 +219,16 @@ def _load_skill(folder: Path, problems: list[str]) -> Skill | None:
     root = folder.resolve()
     prompt = ""
     try:
-        prompt_file = _inside(root, manifest.prompt)
+        prompt_file = inside(root, manifest.prompt)
     except ValueError as error:
         problems.append(f"{where}: the prompt file {manifest.prompt} {error}")
     else:
         # A skill may have no prompt; one that is there must be readable.
         if os.path.lexists(prompt_file):
             try:
-                prompt = _read_regular_file(prompt_file, MAX_PROMPT_BYTES).decode("utf-8")
+                prompt = read_regular_file(prompt_file, MAX_PROMPT_BYTES).decode("utf-8")
             except (OSError, ValueError) as error:
-                problems.append(f"{prompt_file}: prompt not used, {_reason(error)}")
+                problems.append(f"{prompt_file}: prompt not used, {reason(error)}")
     scripts: dict[str, Script] = {}
     unusable: dict[str, str] = {}
     for declaration in manifest.scripts:
@@ -290,21 +251,21 @@ class _ScriptProblem(Exception):
 
 def _load_script(manifest: SkillManifest, root: Path, declaration: SkillScript) -> Script:
     try:
-        file = _inside(root, declaration.path)
+        file = inside(root, declaration.path)
     except ValueError as error:
         raise _ScriptProblem(f"{declaration.path} {error}") from None
     if not file.is_file():
         raise _ScriptProblem(f"{declaration.path} is not a file")
     if file.suffix != ".py" and not os.access(file, os.X_OK):
         raise _ScriptProblem(f"{declaration.path} is not executable (and not a .py file)")
-    input_validator = None
+    validator = None
     if declaration.input_schema:
         try:
-            input_validator = _input_validator(root, declaration.input_schema)
+            validator = input_validator(root, declaration.input_schema)
         except (OSError, ValueError) as error:
             raise _ScriptProblem(
                 f"{declaration.path}: its input schema {declaration.input_schema} is unusable: "
-                f"{_reason(error)}"
+                f"{reason(error)}"
             ) from None
     retry_policy = manifest.retry_policy or None
     return Script(
@@ -313,338 +274,10 @@ def _load_script(manifest: SkillManifest, root: Path, declaration: SkillScript) 
         file,
         root,
         declaration,
-        input_validator,
+        validator,
         retry_policy,
     )
 
 
 def _tool_path(manifest: SkillManifest, declaration: SkillScript) -> str:
     return f"skills/{manifest.name}/{declaration.path}"
-
-
-def _inside(root: Path, relative: str) -> Path:
-    """`root / relative` resolved, symbolic links included.
-
-    Raises ValueError when it leaves `root`, or loops through links; its
-    message says which, to follow the name of the file.
-    """
-    try:
-        path = (root / relative).resolve()
-    except RuntimeError:  # how Python before 3.13 reports a loop of links
-        raise ValueError("is a loop of symbolic links") from None
-    if not path.is_relative_to(root):
-        raise ValueError("leaves the skill folder")
-    return path
-
-
-# Reading files ------------------------------------------------------------------------
-
-_KINDS = {
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
-
-
-class _TooLarge(ValueError):
-    pass
-
-
-def _read_regular_file(path: Path, limit: int) -> bytes:
-    """The contents of `path`, which must be a regular file of at most `limit` bytes.
-
-    Anything else is refused before it is opened: opening a FIFO for reading
-    waits for a writer, and a device may do anything. The file is opened
-    without waiting (`O_NONBLOCK`) and checked again, in case it was
-    replaced in between. Raises OSError when it cannot be read, `_TooLarge`
-    past `limit` and ValueError for a file that is not regular, each naming
-    what is wrong.
-    """
-    _require_regular(os.stat(path).st_mode)
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with open(descriptor, "rb") as file:
-        _require_regular(os.fstat(descriptor).st_mode)
-        # A file that grows while it is read is cut at the limit: one byte more is enough to tell.
-        data = file.read(limit + 1)
-    if len(data) > limit:
-        raise _TooLarge(f"larger than {limit} bytes")
-    return data
-
-
-def _require_regular(mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
-        raise ValueError(f"not a regular file ({kind})")
-
-
-def _reason(error: BaseException) -> str:
-    """`error` as the end of a one-line problem: OSErrors without their errno and path."""
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror[0].lower() + error.strerror[1:]
-    if isinstance(error, ContractError):
-        return f"not a valid {error.contract}: {'; '.join(map(str, error.violations))}"
-    return str(error)
-
-
-# Input schemas ------------------------------------------------------------------------
-
-
-def _input_validator(root: Path, name: str) -> Validator:
-    """A validator for the input schema `root / name`, with every reference it makes resolved.
-
-    The schema's base URI is its file's, so relative references name files
-    beside it. Every `$ref` and `$dynamicRef` the schema can reach is
-    resolved here, following references into the files they name: only
-    regular files inside `root` (symbolic links resolved), all together
-    within `MAX_INPUT_SCHEMA_BYTES`, each read once. The validator holds them
-    all and never reads or fetches anything. It matches patterns with
-    `regex`, whose matching can be stopped; `patternProperties` is refused,
-    as jsonschema matches its patterns with `re` in three keywords, where no
-    time limit can apply.
-
-    Raises OSError or ValueError naming the first problem: the schema or a
-    file it reaches is unreadable, not JSON, not a JSON Schema, nests too
-    deeply, or a reference is refused or points to nothing.
-    """
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-    from referencing import Registry
-    from referencing.jsonschema import DRAFT202012
-
-    files = _SchemaFiles(root)
-    file = files.inside(name)
-    schema = files.load(file)
-    try:
-        Draft202012Validator.check_schema(schema)
-        if isinstance(schema, dict):
-            # Resolved against its file's URI, a schema's own `$id` (if any) still sets its base.
-            schema = {**schema, "$id": urljoin(file.as_uri(), schema.get("$id", ""))}
-        # attrs' `retrieve` field is not visible to mypy as an argument.
-        retrieving: Registry[Any] = Registry(retrieve=files.retrieve)  # type: ignore[call-arg]
-        resolver = retrieving.resolver_with_root(DRAFT202012.create_resource(schema))
-        files.check_references(resolver, schema)
-    except SchemaError as error:
-        raise ValueError(error.message) from None
-    except RecursionError:
-        raise ValueError("it nests too deeply") from None
-    registry: Registry[Any] = Registry().with_resources(files.read.items())
-    return _validator_class()(schema, registry=registry)
-
-
-class _SchemaFiles:
-    """The files an input schema reaches: read once each, within one byte budget."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.left = MAX_INPUT_SCHEMA_BYTES
-        self.read: dict[str, Resource[Any]] = {}
-        "The files referred to, by URI."
-
-    def inside(self, name: str) -> Path:
-        """`name` resolved in the skill folder. Raises ValueError if it leaves it, or loops."""
-        try:
-            return _inside(self.root, name)
-        except ValueError as error:
-            raise ValueError(f"it {error}") from None
-
-    def load(self, file: Path) -> Any:
-        """The JSON value in `file`. Raises OSError or ValueError naming what is wrong."""
-        try:
-            data = _read_regular_file(file, self.left)
-        except _TooLarge:
-            raise _TooLarge(
-                f"the input schema and the files it refers to hold more than "
-                f"{MAX_INPUT_SCHEMA_BYTES} bytes"
-            ) from None
-        self.left -= len(data)
-        return parse(data)
-
-    def retrieve(self, uri: str) -> Resource[Any]:
-        """The file at `uri`, which must be a `file:` URI inside the skill folder.
-
-        Raises OSError or ValueError naming why not; nothing else is read or
-        fetched, whatever the scheme.
-        """
-        from referencing.jsonschema import DRAFT202012
-
-        known = self.read.get(uri)
-        if known is not None:
-            return known
-        parts = urlsplit(uri)
-        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query:
-            raise ValueError("only files of the skill folder can be referred to")
-        file = self.inside(unquote(parts.path))
-        resource = self.read[uri] = DRAFT202012.create_resource(self.load(file))
-        return resource
-
-    def check_references(self, resolver: Resolver[Any], schema: Any) -> None:
-        """Resolve every reference that validating against `schema` can follow.
-
-        Walks the schema's subschemas (as jsonschema descends into them) and
-        the subschemas of every reference's target, each once. A target that
-        is not a subschema already walked is checked against the
-        metaschema: it may sit under a keyword the metaschema leaves free, or
-        in another file. Patterns are compiled on the way.
-
-        Raises ValueError naming the first reference that cannot be
-        resolved, with why, or the first pattern keyword that cannot be used.
-        """
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
-        from referencing.exceptions import Unresolvable
-        from referencing.jsonschema import DRAFT202012
-
-        walked: set[int] = set()
-        starts = [(resolver, schema)]
-        while starts:
-            references: list[tuple[Resolver[Any], str, str]] = []
-            resolver, start = starts.pop()
-            pending = [(resolver, DRAFT202012.create_resource(start))]
-            while pending:
-                resolver, resource = pending.pop()
-                node = resource.contents
-                if not isinstance(node, dict):
-                    continue  # true or false: nothing to follow
-                if id(node) in walked:
-                    continue
-                walked.add(id(node))
-                resolver = resolver.in_subresource(resource)
-                _check_dialect(node)
-                _check_pattern_keywords(node)
-                references += [
-                    (resolver, keyword, node[keyword])
-                    for keyword in ("$ref", "$dynamicRef")
-                    if isinstance(node.get(keyword), str)
-                ]
-                pending += [(resolver, sub) for sub in resource.subresources()]
-            for resolver, keyword, reference in references:
-                try:
-                    target = resolver.lookup(reference)
-                except Unresolvable as error:
-                    raise ValueError(f"{keyword} {reference!r}{_unresolvable(error)}") from None
-                except ValueError as error:  # a URI that cannot be parsed
-                    raise ValueError(f"{keyword} {reference!r}: {error}") from None
-                if isinstance(target.contents, dict) and id(target.contents) in walked:
-                    continue
-                try:
-                    Draft202012Validator.check_schema(target.contents)
-                except SchemaError as error:
-                    raise ValueError(f"{keyword} {reference!r}: {error.message}") from None
-                starts.append((target.resolver, target.contents))
-
-
-def _unresolvable(error: Exception) -> str:
-    """Why a reference did not resolve, as the end of `$ref '...'`."""
-    from referencing.exceptions import Unretrievable
-
-    # A retrieval that failed comes wrapped twice: Unresolvable from Unretrievable from
-    # what `_SchemaFiles.retrieve` raised.
-    if isinstance(error.__cause__, Unretrievable) and error.__cause__.__cause__ is not None:
-        return f": {_reason(error.__cause__.__cause__)}"
-    return " points to nothing"
-
-
-_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def _check_dialect(node: dict[str, Any]) -> None:
-    """Refuse a `$schema` other than draft 2020-12's, and remove that one from `node`.
-
-    jsonschema validates a subschema that names its dialect with its own
-    class for that dialect: ours, which bounds the time patterns and
-    references take, would be left behind. Every schema here is 2020-12.
-    """
-    dialect = node.pop("$schema", _DIALECT)
-    if dialect != _DIALECT:
-        raise ValueError(
-            f"$schema {dialect!r} is not supported: input schemas are JSON Schema draft 2020-12"
-        )
-
-
-def _check_pattern_keywords(node: dict[str, Any]) -> None:
-    import regex
-
-    if "patternProperties" in node:
-        raise ValueError(
-            "patternProperties is not supported, as its patterns cannot be matched with a time "
-            "limit; propertyNames with a pattern can say which keys are allowed"
-        )
-    pattern = node.get("pattern")
-    if isinstance(pattern, str):
-        try:
-            regex.compile(pattern, regex.VERSION0)
-        except regex.error as error:
-            raise ValueError(f"the pattern {pattern!r} cannot be used: {error}") from None
-
-
-# Checking inputs in bounded time ------------------------------------------------------
-
-_DEADLINE: ContextVar[float | None] = ContextVar("input check deadline", default=None)
-"When the input check under way must stop, on the monotonic clock; None: no limit."
-
-
-class _OutOfTime(Exception):
-    def __init__(self, pattern: str | None) -> None:
-        super().__init__(pattern)
-        self.pattern = pattern
-        "The pattern being matched when time ran out, if one was."
-
-
-_LONGEST_MATCH = 1e9
-"Seconds: `regex` overflows past about 1e17 and times out at once; 31 years is no limit here."
-
-
-def _time_left(pattern: str | None) -> float | None:
-    """Seconds left before `_DEADLINE` (None without one), for `regex`; `_OutOfTime` at it."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise _OutOfTime(pattern)
-    return min(left, _LONGEST_MATCH)
-
-
-@cache
-def _validator_class() -> type[Validator]:
-    """Draft 2020-12 validation, with a time limit on `pattern` and on every reference followed.
-
-    Recursion through references is the only way a schema multiplies the
-    work an input takes; patterns are the other way one check can run long.
-    """
-    import regex
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import ValidationError
-    from jsonschema.validators import extend
-
-    def match_on_time(
-        validator: Validator, pattern: str, instance: Any, schema: Any
-    ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "string"):
-            return
-        try:
-            found = regex.search(pattern, instance, regex.VERSION0, timeout=_time_left(pattern))
-        except TimeoutError:
-            raise _OutOfTime(pattern) from None
-        if found is None:
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    def on_time(keyword: Any) -> Any:
-        def follow(validator: Validator, reference: str, instance: Any, schema: Any) -> Any:
-            _time_left(None)
-            yield from keyword(validator, reference, instance, schema)
-
-        return follow
-
-    keywords = Draft202012Validator.VALIDATORS
-    extended: type[Validator] = extend(  # type: ignore[no-untyped-call]  # untyped in its stubs
-        Draft202012Validator,
-        {
-            "pattern": match_on_time,
-            "$ref": on_time(keywords["$ref"]),
-            "$dynamicRef": on_time(keywords["$dynamicRef"]),
-        },
-    )
-    return extended

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -34,6 +33,7 @@ from ...generated.planning_blocks import (
     RiskLevel,
 )
 from ..core.contracts import field_bound
+from ..core.keys import snake_case
 
 __all__ = [
     "ABILITIES",
@@ -450,29 +450,6 @@ def thaw(frozen: Mapping[str, FrozenPlan], now: int) -> FrozenPlans:
 
 
 _TOPIC = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*\Z")
-_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
-def snake_case(text: str, max_length: int = 64) -> str:
-    """`text` as snake_case ASCII words, accents folded, at most `max_length` characters.
-
-    `"Bribe the Guard!"` gives `bribe_the_guard`, `"Éclair à minuit"` gives
-    `eclair_a_minuit`, `"AIGenerated"` gives `ai_generated`. Words are never
-    cut: whole words that do not fit are left off. The result may be empty
-    (a text without Latin letters or digits) or start with a digit; callers
-    that need a key check both.
-    """
-    words_apart = _CAMEL.sub(" ", text)  # "PickLock" and "AIGenerated" are two words each
-    folded = unicodedata.normalize("NFKD", words_apart).encode("ascii", "ignore").decode().lower()
-    words: list[str] = []
-    length = -1
-    for word in _WORD.findall(folded):
-        if length + 1 + len(word) > max_length:
-            break
-        words.append(word)
-        length += 1 + len(word)
-    return "_".join(words)
 
 
 def topic_key(text: str) -> str:

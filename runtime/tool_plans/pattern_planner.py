@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...generated.tool_plans import Plan, PlanMetadata, ToolInvocation
+from ..core.keys import snake_case
 from ..engine.skills import Script, SkillSet, UnusableScript, bundled_skills
 
 __all__ = ["pattern_plan"]
@@ -26,6 +27,8 @@ __all__ = ["pattern_plan"]
 MAX_ECHO = 200
 _ARTICLES = frozenset({"a", "an", "the", "that", "this", "my", "your"})
 STORYTELLER = "skills/storyteller/narrate.py"
+_NAME_LENGTH = 40
+"Longest key made of a name the player wrote: with `_door` after it, an id stays short."
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,8 @@ class _Intent:
     narrative: str
 
 
-def _snake(word: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", word.lower()).strip("_")[:40]
-
-
 def _door(match: re.Match[str]) -> dict[str, Any]:
-    adjective = _snake(match["adjective"] or "")
+    adjective = snake_case(match["adjective"] or "", _NAME_LENGTH)
     named = adjective[:1].isalpha() and adjective not in _ARTICLES
     return {"target": f"{adjective}_door" if named else "door"}
 
@@ -56,7 +55,7 @@ def _recall(match: re.Match[str]) -> dict[str, Any] | None:
 
 
 def _standing(match: re.Match[str]) -> dict[str, Any] | None:
-    faction = _snake(match["faction"])
+    faction = snake_case(match["faction"], _NAME_LENGTH)
     return {"faction": faction} if faction[:1].isalpha() else None
 
 
