@@ -3,6 +3,9 @@
 A *contract* is a schema file whose root declares a document type (`type` or
 `oneOf`); its name is the file's stem and its family the folder it sits in.
 Any other schema file is a library of definitions, such as `common.json`.
+Names of contracts and family folders are lower-case words joined by hyphens
+(`tool-event`), so that each is also a Python name (`TOOL_EVENT`, `tool_plans`),
+and every file must be a valid draft 2020-12 schema.
 
 Bundling follows every `$ref` from a contract and copies each referenced
 definition into the bundle's own `$defs`, so that the result needs no other
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,9 @@ JSONSchema = dict[str, Any]
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 # Keywords whose value maps names (data, not keywords) to subschemas.
 NAMED_SUBSCHEMAS = ("properties", "$defs", "patternProperties", "dependentSchemas")
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+_SHOWN = 120
+"Characters of a schema checker's message kept in an error line: it may quote a whole value."
 
 
 class SchemaTreeError(Exception):
@@ -57,12 +64,21 @@ def module_name(family: str) -> str:
     return family.replace("-", "_")
 
 
+def constant_name(contract: str) -> str:
+    """The Python name of a contract's handle: `tool-event` -> `TOOL_EVENT`."""
+    return contract.replace("-", "_").upper()
+
+
 class SchemaTree:
-    """Every schema file under one folder, indexed by `$id`."""
+    """Every schema file under one folder, indexed by `$id`.
+
+    Errors name files by their path inside the folder, for the caller to say
+    which folder it is.
+    """
 
     def __init__(self, root: Path) -> None:
         if not root.is_dir():
-            raise SchemaTreeError(f"{root}: no such schema folder")
+            raise SchemaTreeError("is not a folder" if root.exists() else "no such folder")
         self.root = root
         self.documents: dict[str, JSONSchema] = {}
         self.paths: dict[str, Path] = {}
@@ -82,6 +98,7 @@ class SchemaTree:
                 raise SchemaTreeError(f"{relative}: `$schema` must be {DRAFT_2020_12}")
             if uri in self.documents:
                 raise SchemaTreeError(f"{relative}: `$id` {uri} is used twice")
+            _check_schema(document, relative)
             self.documents[uri] = document
             self.paths[uri] = relative
             if "type" in document or "oneOf" in document:
@@ -90,11 +107,20 @@ class SchemaTree:
                         f"{relative}: a contract must sit in a family folder, one level deep"
                     )
                 name = path.stem
+                for kind, word in (("contract", name), ("family folder", relative.parts[0])):
+                    if not _NAME.fullmatch(word):
+                        raise SchemaTreeError(
+                            f"{relative}: {kind} name {word!r} must be lower-case words "
+                            "joined by hyphens, such as tool-event"
+                        )
                 if name in contracts:
-                    raise SchemaTreeError(f"{relative}: contract name {name!r} is used twice")
+                    raise SchemaTreeError(
+                        f"{relative}: contract name {name!r} is used twice, "
+                        f"by {contracts[name].path} too"
+                    )
                 contracts[name] = Contract(name, relative.parts[0], relative, uri, document)
         if not contracts:
-            raise SchemaTreeError(f"{root}: holds no contract")
+            raise SchemaTreeError("holds no contract")
         self.contracts = dict(sorted(contracts.items()))
 
     def families(self) -> dict[str, list[Contract]]:
@@ -206,6 +232,20 @@ def _follow(document: JSONSchema, pointer: str, path: Path) -> JSONSchema:
     if not isinstance(node, dict):
         raise SchemaTreeError(f"{path}#{pointer}: is not a schema")
     return node
+
+
+def _check_schema(document: JSONSchema, relative: Path) -> None:
+    """Refuse a file that is not a valid draft 2020-12 schema, naming where it breaks the rules."""
+    # Imported here: code generation and `validate --schemas` need it, other commands do not.
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(document)
+    except SchemaError as error:
+        where = "".join(f"/{_escape(str(token))}" for token in error.absolute_path)
+        message = error.message if len(error.message) <= _SHOWN else error.message[:_SHOWN] + "…"
+        raise SchemaTreeError(f"{relative}#{where}: not a valid JSON Schema: {message}") from None
 
 
 def walk(schema: Any, pointer: str = "") -> Iterator[tuple[str, JSONSchema]]:

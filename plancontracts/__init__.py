@@ -1,17 +1,20 @@
 """plancontracts: schema-first contracts for LLM planning systems.
 
-    from plancontracts import ContractError, decode
+    from plancontracts import PLAN, ContractError, decode
 
     try:
-        plan = decode("plan", text)          # bytes or str -> a typed Plan
+        plan = decode(PLAN, text)            # bytes or str -> a Plan, typed as one
     except ContractError as error:
         for violation in error.violations:   # every problem, each with its JSON Pointer
             print(violation.pointer, violation.message)
 
 The contracts live as JSON Schemas; `plancontracts.generated` holds the typed
-msgspec models derived from them, and `plancontracts.runtime` the code that
-validates, executes and plans with them. The names below are the public API;
-each is imported on first use, so `import plancontracts` costs next to nothing.
+msgspec models derived from them and a handle per contract (`PLAN`,
+`TOOL_EVENT`...: a `Contract`), and `plancontracts.runtime` the code that
+validates, executes and plans with them. A function given a handle returns
+its contract's type; given the contract's name (`"plan"`), it returns `Any`.
+The names below are the public API; each is imported on first use, so
+`import plancontracts` costs next to nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +26,32 @@ __version__ = "0.1.0"
 
 # Each public name, and the module it lives in (relative to this package).
 _EXPORTS = {
+    "Contract": "generated",
+    "EXECUTION_RESULT": "generated",
+    "FROZEN_PLANS": "generated",
+    "GOAL_PLAN": "generated",
+    "GOAL_PLAN_OUTPUT": "generated",
+    "PLAN": "generated",
+    "PLANNING_BLOCK": "generated",
+    "SESSION_ADD_STEP": "generated",
+    "SESSION_CLEAR_PLAN": "generated",
+    "SESSION_MARK_STEP": "generated",
+    "SESSION_PLAN": "generated",
+    "SESSION_READ_PLAN": "generated",
+    "SESSION_SETUP_PLAN": "generated",
+    "SESSION_UPDATE_STEP": "generated",
+    "SKILL_MANIFEST": "generated",
+    "STORY_ACT_OUTLINE": "generated",
+    "STORY_CHARACTER": "generated",
+    "STORY_FINALIZE_NODE": "generated",
+    "STORY_FINALIZE_PACKAGE": "generated",
+    "STORY_NODE_ENCOUNTERS": "generated",
+    "STORY_NODE_WEB": "generated",
+    "STORY_PACKAGE": "generated",
+    "STORY_PREMISE": "generated",
+    "STORY_UPDATE_ELEMENT": "generated",
+    "TOOL_EVENT": "generated",
+    "TOOL_REQUEST": "generated",
     "ContractError": "runtime.core.errors",
     "PlanContractsError": "runtime.core.errors",
     "UnknownContractError": "runtime.core.errors",
@@ -45,6 +74,32 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "EXECUTION_RESULT",
+    "FROZEN_PLANS",
+    "GOAL_PLAN",
+    "GOAL_PLAN_OUTPUT",
+    "PLAN",
+    "PLANNING_BLOCK",
+    "SESSION_ADD_STEP",
+    "SESSION_CLEAR_PLAN",
+    "SESSION_MARK_STEP",
+    "SESSION_PLAN",
+    "SESSION_READ_PLAN",
+    "SESSION_SETUP_PLAN",
+    "SESSION_UPDATE_STEP",
+    "SKILL_MANIFEST",
+    "STORY_ACT_OUTLINE",
+    "STORY_CHARACTER",
+    "STORY_FINALIZE_NODE",
+    "STORY_FINALIZE_PACKAGE",
+    "STORY_NODE_ENCOUNTERS",
+    "STORY_NODE_WEB",
+    "STORY_PACKAGE",
+    "STORY_PREMISE",
+    "STORY_UPDATE_ELEMENT",
+    "TOOL_EVENT",
+    "TOOL_REQUEST",
+    "Contract",
     "ContractError",
     "Limits",
     "PlanContractsError",
@@ -69,6 +124,34 @@ __all__ = [
 # What the names are, for type checkers. `__all__`, these imports and `_EXPORTS` say the
 # same; tests/test_layers.py holds them to it.
 if TYPE_CHECKING:
+    from .generated import (
+        EXECUTION_RESULT,
+        FROZEN_PLANS,
+        GOAL_PLAN,
+        GOAL_PLAN_OUTPUT,
+        PLAN,
+        PLANNING_BLOCK,
+        SESSION_ADD_STEP,
+        SESSION_CLEAR_PLAN,
+        SESSION_MARK_STEP,
+        SESSION_PLAN,
+        SESSION_READ_PLAN,
+        SESSION_SETUP_PLAN,
+        SESSION_UPDATE_STEP,
+        SKILL_MANIFEST,
+        STORY_ACT_OUTLINE,
+        STORY_CHARACTER,
+        STORY_FINALIZE_NODE,
+        STORY_FINALIZE_PACKAGE,
+        STORY_NODE_ENCOUNTERS,
+        STORY_NODE_WEB,
+        STORY_PACKAGE,
+        STORY_PREMISE,
+        STORY_UPDATE_ELEMENT,
+        TOOL_EVENT,
+        TOOL_REQUEST,
+        Contract,
+    )
     from .runtime.core.contracts import contract_names, contract_schema, root_type
     from .runtime.core.errors import (
         ContractError,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
+from user_schemas import BROKEN, COMMON, RECIPE, SOUP, write_user_schemas
 
 from plancontracts import contract_names, contract_schema
 
@@ -17,12 +19,15 @@ PLAN = contract_schema("plan")["examples"][0]
 EVENTS = contract_schema("tool-event")["examples"]
 
 
-def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, stdin: bytes = b"", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, "-m", "plancontracts", *args],
         input=stdin,
         capture_output=True,
         check=False,
+        cwd=cwd,
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
@@ -388,3 +393,175 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: 
     assert b"many.ndjson:1: invalid" in first
     assert status == 1
     assert process.stderr.read() == b""
+
+
+# validate --schemas: a user's own schema folder ------------------------------------
+
+
+def test_validate_schemas_judges_by_a_users_schema_folder(tmp_path: Path) -> None:
+    # The documentation's example, as written.
+    write_user_schemas(tmp_path / "my-schemas")
+    (tmp_path / "soup.json").write_text(SOUP)
+    (tmp_path / "broken.json").write_text(BROKEN)
+    command = ("validate", "--schemas", "my-schemas", "recipe", "soup.json", "broken.json")
+    done = run(*command, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "soup.json: valid",
+        "broken.json: invalid (3 violations)",
+        "  /name: is 0 characters long; needs at least 1",
+        "  /servings: 0 is less than the minimum 1",
+        '  /spicy: unknown field "spicy"',
+        "2 documents checked: 1 valid, 1 invalid",
+    ]
+    assert done.stderr == ""
+    assert run(*command[:-1], cwd=tmp_path).returncode == 0
+
+
+def test_validate_schemas_says_what_the_bundled_contracts_say(files: Path, tmp_path: Path) -> None:
+    # A copy of schemas/ as a user's folder: judged by the schemas alone, every
+    # message, pointer, cap and exit status is the one the typed path gives.
+    copy = shutil.copytree(Path(__file__).resolve().parent.parent / "schemas", tmp_path / "copy")
+    (files / "many.json").write_text(json.dumps({**PLAN, "tools": [1] * 5000}))
+    (files / "malformed.json").write_bytes(b'{"tools": [], "tools": []}')
+    (files / "integral.json").write_text(
+        json.dumps({**PLAN, "metadata": {"generationAttempt": 1.0}})
+    )
+    names = [str(files / name) for name in ("good.json", "broken.json", "many.json")]
+    names += [str(files / "malformed.json"), str(files / "integral.json"), str(files / "nope")]
+    for contract, options, documents in [
+        ("plan", (), names),
+        ("plan", ("--json",), names),
+        ("tool-event", ("--ndjson",), [str(files / "events.ndjson")]),
+    ]:
+        bundled = run("validate", *options, contract, *documents)
+        theirs = run("validate", "--schemas", str(copy), *options, contract, *documents)
+        assert (theirs.returncode, theirs.stdout, theirs.stderr) == (
+            bundled.returncode,
+            bundled.stdout,
+            bundled.stderr,
+        )
+        assert bundled.returncode == 1
+        if not options:  # what the comparison covered
+            for seen in ("more than 100 violations", "duplicate key", "integral.json: valid"):
+                assert seen in bundled.stdout
+            assert "did you mean" in bundled.stdout
+
+
+def test_validate_schemas_needs_neither_the_model_generator_nor_ruff(tmp_path: Path) -> None:
+    write_user_schemas(tmp_path / "my-schemas")
+    (tmp_path / "soup.json").write_text(SOUP)
+    code = (
+        "import sys\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "status = main(['validate', '--schemas', 'my-schemas', 'recipe', 'soup.json'])\n"
+        "loaded = [name for name in ('datamodel_code_generator', 'ruff', "
+        "'plancontracts.codegen.models', 'plancontracts.codegen.generate') "
+        "if name in sys.modules]\n"
+        "print(status, loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.stdout.splitlines()[-1] == "0 []", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (None, "--schemas my-schemas: no such folder"),
+        ({"": "a file"}, "--schemas my-schemas: is not a folder"),
+        ({"recipes/recipe.json": RECIPE[:-5]},
+         "--schemas my-schemas: recipes/recipe.json: cannot read as JSON: "),
+        ({"recipes/recipe.json": RECIPE.replace("Quantity", "Quantities")},
+         "--schemas my-schemas: common.json#/$defs/Quantities: no such definition"),
+        ({"recipes/recipe.json": RECIPE.replace("../common.json", "../nowhere.json")},
+         "--schemas my-schemas: recipes/recipe.json: `$ref` '../nowhere.json#/$defs/Quantity' "
+         "names no schema file"),
+        ({"menus/recipe.json": RECIPE.replace("recipes/recipe", "menus/recipe")},
+         "--schemas my-schemas: recipes/recipe.json: contract name 'recipe' is used twice, "
+         "by menus/recipe.json too"),
+        ({"recipes/recipe.json": RECIPE.replace('"minLength": 1', '"minLength": "one"')},
+         "--schemas my-schemas: recipes/recipe.json#/properties/name/minLength: "
+         "not a valid JSON Schema: 'one' is not of type 'integer'"),
+        ({"common.json": COMMON.replace('"integer"', '"int"')},
+         "--schemas my-schemas: common.json#/$defs/Quantity/type: "
+         "not a valid JSON Schema: 'int' is not valid under any of the given schemas"),
+        ({"recipes/recipe.json": "", "common.json": "[]"},
+         "--schemas my-schemas: common.json: a schema file must hold a JSON object"),
+    ],
+    ids=[
+        "missing", "a file", "broken JSON", "no such definition", "no such file", "name clash",
+        "bad bound", "bad type", "not an object",
+    ],
+)  # fmt: skip
+def test_a_schema_folder_validate_cannot_use_is_one_line_and_exit_2(
+    tmp_path: Path, files: dict[str, str] | None, message: str
+) -> None:
+    folder = tmp_path / "my-schemas"
+    if files is not None and "" in files:
+        folder.write_text(files[""])
+    elif files is not None:
+        write_user_schemas(folder)
+        for relative, text in files.items():
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_text(text)
+    (tmp_path / "soup.json").write_text(SOUP)
+    done = run("validate", "--schemas", "my-schemas", "recipe", "soup.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith(f"plancontracts: error: {message}")
+    assert len(done.stderr.splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_validate_schemas_knows_only_the_folders_contracts_and_no_family_rules(
+    tmp_path: Path,
+) -> None:
+    write_user_schemas(tmp_path / "my-schemas")
+    (tmp_path / "soup.json").write_text(SOUP)
+    unknown = run("validate", "--schemas", "my-schemas", "plan", "soup.json", cwd=tmp_path)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr == (
+        "plancontracts: error: unknown contract 'plan'; the contracts are: recipe\n"
+    )
+    copy = shutil.copytree(Path(__file__).resolve().parent.parent / "schemas", tmp_path / "copy")
+    block = tmp_path / "block.json"
+    block.write_text(json.dumps(contract_schema("planning-block")["examples"][0]))
+    mode = run("validate", "--schemas", str(copy), "--mode", "think", "planning-block", str(block))
+    assert (mode.returncode, mode.stdout) == (2, "")
+    assert mode.stderr == (
+        "plancontracts: error: Think mode's rules judge plancontracts' own planning-block, "
+        "not one of --schemas\n"
+    )
+
+
+def test_a_schema_that_refers_to_itself_judges_deep_documents_or_refuses_them(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "trees"
+    (folder / "trees").mkdir(parents=True)
+    node = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.org/trees/node.json",
+        "type": "object",
+        "additionalProperties": False,
+        "patternProperties": {"^x-": {}},
+        "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
+    }
+    (folder / "trees" / "node.json").write_text(json.dumps(node))
+    shallow, deep = tmp_path / "shallow.json", tmp_path / "deep.json"
+    shallow.write_text('{"x-note": 1, "kids": [{"kids": [{"leaf": true}]}]}')
+    # 400 objects in 400 arrays: within the parser's limit, past what the validator follows.
+    deep.write_text('{"kids": [' * 400 + "{}" + "]}" * 400)
+    done = run("validate", "--schemas", str(folder), "node", str(shallow), str(deep))
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{shallow}: invalid (1 violation)",
+        '  /kids/0/kids/0/leaf: unknown field "leaf"',
+        f"{deep}: invalid (1 violation)",
+        "  (document): nests too deeply to be judged by a schema that refers to itself "
+        "(the limit is Python's recursion limit: 150 to 250 levels)",
+        "2 documents checked: 0 valid, 2 invalid",
+    ]
+    assert done.stderr == ""

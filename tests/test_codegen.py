@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from user_schemas import RECIPE, write_user_schemas
 
 from plancontracts import generated
 from plancontracts.codegen import generate
 from plancontracts.codegen.models import python_name, rules_beyond_types
-from plancontracts.codegen.schemas import SchemaTree, SchemaTreeError
+from plancontracts.codegen.schemas import SchemaTree, SchemaTreeError, constant_name, module_name
 from plancontracts.generated import (
     goal_plans,
     planning_blocks,
@@ -47,6 +49,11 @@ def check(project: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "plancontracts", "generate", "--check"]
     command += ["--schemas", str(project / "schemas"), "--out", str(project / "generated")]
     return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def plancontracts(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "plancontracts", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
 
 
 def test_generated_is_up_to_date_with_the_schemas(rendered: dict[str, str]) -> None:
@@ -110,7 +117,9 @@ def test_a_schema_tree_error_is_one_clear_line(project: Path) -> None:
     path.write_text(json.dumps(schema))
     done = check(project)
     assert done.returncode == 1
-    assert done.stderr.startswith("plancontracts: tool-plans/plan.json#/$defs/NoSuchThing")
+    assert done.stderr.startswith(
+        f"plancontracts: error: {project / 'schemas'}: tool-plans/plan.json#/$defs/NoSuchThing"
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -159,7 +168,7 @@ def test_schema_defaults_become_struct_defaults() -> None:
 
 def test_the_index_lists_every_contract_and_its_schema_only_rules() -> None:
     tree = SchemaTree(ROOT / "schemas")
-    assert set(generated.ROOT_TYPES) == set(tree.contracts)
+    assert set(generated.CONTRACTS) == set(tree.contracts)
     assert generated.SCHEMA_ONLY_RULES["session-update-step"] == ("/minProperties",)
     assert all(
         not rules
@@ -193,3 +202,163 @@ def test_rules_beyond_types_names_what_msgspec_cannot_express() -> None:
 )
 def test_python_names(json_name: str, name: str) -> None:
     assert python_name(json_name) == name
+
+
+def test_each_contract_has_a_handle_named_after_it_with_its_type() -> None:
+    for name, contract in SchemaTree(ROOT / "schemas").contracts.items():
+        handle = getattr(generated, constant_name(name))
+        assert isinstance(handle, generated.Contract)
+        assert generated.CONTRACTS[name] is handle
+        assert handle.name == name
+        module = getattr(generated, module_name(contract.family))
+        assert handle.type is getattr(module, contract.class_name)
+    assert (generated.TOOL_EVENT.name, generated.PLAN.type) == ("tool-event", tool_plans.Plan)
+
+
+# A user's own schema folder ------------------------------------------------------
+
+
+def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> None:
+    # The documentation's example, as written: the output is a package of the
+    # user's own, and imports none of plancontracts' generated models.
+    write_user_schemas(tmp_path / "my-schemas")
+    done = plancontracts(
+        "generate",
+        "--schemas",
+        "my-schemas",
+        "--out",
+        "kitchen/models",
+        "--package",
+        "kitchen.models",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "wrote kitchen/models/__init__.py",
+        "wrote kitchen/models/recipes.py",
+        "wrote kitchen/models/schemas/recipe.json",
+        "kitchen/models: 3 files changed",
+    ]
+    code = (
+        "import sys, msgspec\n"
+        "from kitchen.models import CONTRACTS, RECIPE\n"
+        'print(msgspec.json.decode(b\'{"name": "Soup", "servings": 4}\', type=RECIPE.type))\n'
+        "print(CONTRACTS['recipe'] is RECIPE, 'plancontracts' in sys.modules)\n"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.splitlines() == ["Recipe(name='Soup', servings=4)", "True False"]
+
+
+def test_the_output_does_not_depend_on_the_name_it_is_imported_by(tmp_path: Path) -> None:
+    write_user_schemas(tmp_path / "schemas")
+    generate.write(tmp_path / "schemas", tmp_path / "one" / "models")
+    generate.write(tmp_path / "schemas", tmp_path / "two")
+    assert generate.check(tmp_path / "schemas", tmp_path / "two") == []
+    code = (
+        "from one.models import RECIPE as a\nfrom two import RECIPE as b\n"
+        "print(a.type.__module__, b.type.__module__)"
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert imported.stdout.split() == ["one.models.recipes", "two.recipes"], imported.stderr
+
+
+@pytest.mark.parametrize(
+    ("package", "out", "message"),
+    [
+        ("kitchen..models", "kitchen/models", "'kitchen..models' is not a dotted Python module"),
+        ("kitchen.1st", "kitchen/1st", "'kitchen.1st' is not a dotted Python module name"),
+        ("kitchen.class", "kitchen/class", "'kitchen.class' is not a dotted Python module name"),
+        ("kitchen-models", "kitchen-models", "is not a dotted Python module name"),
+        ("kitchen.models", "kitchen/model", "--package kitchen.models is imported from a folder "
+         "kitchen/models, and --out kitchen/model is not one"),
+        ("models", "kitchen", "is imported from a folder models, and --out kitchen is not one"),
+    ],
+    ids=["empty part", "digit", "keyword", "hyphen", "other folder", "other name"],
+)  # fmt: skip
+def test_a_package_name_that_cannot_import_the_output_is_refused(
+    tmp_path: Path, package: str, out: str, message: str
+) -> None:
+    write_user_schemas(tmp_path / "my-schemas")
+    command = ("generate", "--schemas", "my-schemas", "--out", out, "--package", package)
+    done = plancontracts(*command, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("plancontracts: error: --package ")
+    assert message in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not (tmp_path / out).exists()
+
+
+def test_generate_never_removes_files_it_did_not_write(tmp_path: Path) -> None:
+    write_user_schemas(tmp_path / "my-schemas")
+    app = tmp_path / "kitchen"
+    app.mkdir()
+    (app / "__init__.py").write_text("print('my own code')\n")
+    done = plancontracts("generate", "--schemas", "my-schemas", "--out", "kitchen", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "plancontracts: error: kitchen: holds files that `plancontracts generate` did not "
+        "write, and it would remove them; give an empty folder or one it wrote\n"
+    )
+    assert (app / "__init__.py").read_text() == "print('my own code')\n"
+    assert sorted(path.name for path in app.iterdir()) == ["__init__.py"]
+
+
+def break_schemas(folder: Path, files: dict[str, str]) -> Path:
+    write_user_schemas(folder)
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"recipes/Recipe-Card.json": RECIPE.replace("recipe.json", "Recipe-Card.json")},
+         "recipes/Recipe-Card.json: contract name 'Recipe-Card' must be lower-case words "
+         "joined by hyphens, such as tool-event"),
+        ({"my recipes/card.json": RECIPE.replace("recipes/recipe", "x/card")},
+         "my recipes/card.json: family folder name 'my recipes' must be lower-case words"),
+        ({"recipes/recipe.json": RECIPE.replace('"string"', '"text"')},
+         "recipes/recipe.json#/properties/name/type: not a valid JSON Schema: "
+         "'text' is not valid under any of the given schemas"),
+        ({"recipes/recipe.json": RECIPE.replace('"minLength": 1', '"pattern": "(("')},
+         "recipes/recipe.json#/properties/name/pattern: not a valid JSON Schema: "
+         "'((' is not a 'regex'"),
+    ],
+    ids=["contract name", "family name", "unknown type", "broken pattern"],
+)  # fmt: skip
+def test_names_and_schemas_that_break_the_tree_rules_are_refused(
+    tmp_path: Path, files: dict[str, str], message: str
+) -> None:
+    folder = break_schemas(tmp_path / "schemas", files)
+    with pytest.raises(SchemaTreeError) as raised:
+        SchemaTree(folder)
+    assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"recipes/contracts.json": RECIPE.replace("recipe.json", "contracts.json")},
+         "recipes/contracts.json: CONTRACTS is a name the index uses itself"),
+        ({"recipes/schema-only-rules.json": RECIPE.replace("recipe.json", "s.json")},
+         "recipes/schema-only-rules.json: SCHEMA_ONLY_RULES is a name the index uses itself"),
+        ({"schemas/card.json": RECIPE.replace("recipes/recipe", "schemas/card")},
+         "schemas/: schemas cannot be a family's Python module name"),
+        ({"class/card.json": RECIPE.replace("recipes/recipe", "class/card")},
+         "class/: class cannot be a family's Python module name"),
+    ],
+    ids=["CONTRACTS", "SCHEMA_ONLY_RULES", "schemas", "keyword"],
+)  # fmt: skip
+def test_names_that_would_clash_in_the_generated_python_are_refused(
+    tmp_path: Path, files: dict[str, str], message: str
+) -> None:
+    folder = break_schemas(tmp_path / "schemas", files)
+    with pytest.raises(SchemaTreeError, match="^" + re.escape(message) + "$"):
+        generate.render(folder)

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import keyword
+import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
 import msgspec
 
-from ..core.contracts import contract_names, contract_schema, root_type
-from ..core.errors import ContractError, Violation, Violations
+from ..core.contracts import contract_names, contract_schema
+from ..core.errors import ContractError, Violation, Violations, printable
 from ..core.rules import Rules
 from ..core.schema_text import schema_text
-from ..core.validation import decode
-from .base import EXIT_INVALID, EXIT_OK, Output, UsageError, label, say
+from ..core.validation import BUNDLED, ContractSet, decode
+from .base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label
 from .extras import require_extra
 from .inputs import lines_of, opened, read_at_most, stdin_at_most_once, unreadable
 from .options import RulesOption, add_json, add_max_bytes
@@ -45,6 +47,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     add_json(validate, "one JSON object per document")
     add_max_bytes(validate, "documents (or lines)")
+    validate.add_argument(
+        "--schemas",
+        type=Path,
+        metavar="DIR",
+        help="judge by the contracts of this schema folder (laid out as schemas/), "
+        "by their schemas alone",
+    )
     for option in rules_options:
         option.add(validate)
     validate.set_defaults(run=partial(_validate, rules_options=tuple(rules_options)))
@@ -54,12 +63,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     examples.set_defaults(run=_examples)
 
-    generate = commands.add_parser("generate", help="regenerate generated/ from schemas/")
+    generate = commands.add_parser(
+        "generate", help="write typed models of a schema folder (default: schemas/ to generated/)"
+    )
     generate.add_argument(
-        "--check", action="store_true", help="change nothing; exit 1 if generated/ is stale"
+        "--check", action="store_true", help="change nothing; exit 1 if the output is stale"
     )
     generate.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
-    generate.add_argument("--out", type=Path, metavar="DIR", help="the generated/ folder")
+    generate.add_argument(
+        "--out", type=Path, metavar="DIR", help="the output folder, a package the generator owns"
+    )
+    generate.add_argument(
+        "--package",
+        metavar="NAME",
+        help="the dotted name the output is imported by: checks that --out ends in its folders",
+    )
     generate.set_defaults(run=_generate)
 
 
@@ -85,11 +103,17 @@ def _schema(args: argparse.Namespace, out: Output) -> int:
 def _validate(
     args: argparse.Namespace, out: Output, *, rules_options: tuple[RulesOption, ...]
 ) -> int:
-    root_type(args.contract)  # an unknown contract is a usage error, before any reading
+    # The schema folder, the contract and the options are usage errors, before any reading.
+    contracts = BUNDLED if args.schemas is None else _schema_folder(args.schemas)
+    contracts.require(args.contract)
     chosen = [option.rules(args, args.contract) for option in rules_options]
     rules = next((found for found in chosen if found is not None), None)
+    if rules is not None and args.schemas is not None:
+        raise UsageError(
+            f"{rules.name} judge plancontracts' own {rules.contract}, not one of --schemas"
+        )
     stdin_at_most_once(args.files)
-    judge = partial(_judge, args.contract, rules)
+    judge = partial(_judge, contracts, args.contract, rules)
     report: Report = JsonReport(out) if args.json else TextReport(out, ndjson=args.ndjson)
     for name in args.files:
         for outcome in _outcomes(judge, name, args.ndjson, args.max_bytes):
@@ -117,13 +141,34 @@ def _outcomes(
     yield judge(name, None, data)
 
 
+def _schema_folder(folder: Path) -> ContractSet:
+    """The contracts of a schema folder laid out as schemas/ is, judged by their schemas alone.
+
+    Bundling needs only the schema tree, never the model generator. Raises
+    `UsageError` for a folder the code generator could not read either.
+    """
+    from ...codegen.schemas import SchemaTree, SchemaTreeError
+
+    try:
+        tree = SchemaTree(folder)
+        bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
+    except SchemaTreeError as error:
+        raise UsageError(printable(f"--schemas {folder}: {error}")) from None
+    return ContractSet(bundles)
+
+
 def _judge(
-    contract: str, rules: Rules | None, name: str, line: int | None, data: bytes | Violation
+    contracts: ContractSet,
+    contract: str,
+    rules: Rules | None,
+    name: str,
+    line: int | None,
+    data: bytes | Violation,
 ) -> Outcome:
     if isinstance(data, Violation):
         return Outcome(name, line, Violations((data,)))
     try:
-        decode(contract, data, rules=rules)
+        contracts.decode(contract, data, rules=rules)
     except ContractError as error:
         return Outcome(name, line, error.violations)
     return Outcome(name, line, Violations())
@@ -175,10 +220,14 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(
             f"no schema folder at {schemas}; in an installed copy, give --schemas DIR and --out DIR"
         )
+    if args.package is not None:
+        _check_package(args.package, target)
     try:
         changed = (generate.check if args.check else generate.write)(schemas, target)
+    except generate.OutputFolderError as error:
+        raise UsageError(printable(str(error))) from None
     except SchemaTreeError as error:
-        say(str(error))
+        complain(f"{schemas}: {error}")
         return EXIT_INVALID
     if args.check:
         for relative in changed:
@@ -189,3 +238,23 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
         out.write(f"wrote {target / relative}\n")
     out.write(f"{target}: {len(changed)} file{'s' if len(changed) != 1 else ''} changed\n")
     return EXIT_OK
+
+
+def _check_package(name: str, out: Path) -> None:
+    """Refuse a --package that is not a dotted module name, or that --out cannot be imported as.
+
+    The generated package imports its own modules relatively, so it works
+    under whatever name it is imported by; `from NAME import ...` finds it
+    when --out is the folder NAME's parts name, below a folder on the path.
+    """
+    parts = name.split(".")
+    if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+        raise UsageError(printable(f"--package {name!r} is not a dotted Python module name"))
+    folders = Path(os.path.abspath(out)).parts  # `..` undone, symbolic links kept
+    if folders[-len(parts) :] != tuple(parts):
+        raise UsageError(
+            printable(
+                f"--package {name} is imported from a folder {'/'.join(parts)}, "
+                f"and --out {out} is not one"
+            )
+        )

@@ -1,8 +1,9 @@
-"""The contracts this package knows: names, typed roots and bundled schemas.
+"""The contracts this package knows: names, handles, typed roots and bundled schemas.
 
 Everything here is read from `plancontracts.generated`, which the code
 generator derives from `schemas/`; nothing is listed by hand, limits
-included (`field_bound`).
+included (`field_bound`). A contract is named by its handle (`PLAN`, typed
+with its documents' type) or by its name (`"plan"`), alike.
 """
 
 from __future__ import annotations
@@ -10,37 +11,57 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 import msgspec.inspect
 
-from ...generated import ROOT_TYPES, SCHEMA_ONLY_RULES
+from ...generated import CONTRACTS, SCHEMA_ONLY_RULES, Contract
 from .errors import UnknownContractError
 
 Bound = Literal["max_length", "min_length", "le", "ge"]
+AnyContract: TypeAlias = Contract[Any] | str
+'A contract, by its handle (`PLAN`) or by its name (`"plan"`).'
+
+
+def contract_name(contract: AnyContract) -> str:
+    """The name of `contract`, given by its handle or its name.
+
+    Raises TypeError when `contract` is neither a str nor a handle of
+    `plancontracts.generated` (a handle another generated package defines
+    belongs to that package's contracts, not to these).
+    """
+    if isinstance(contract, str):
+        return contract
+    if isinstance(contract, Contract):
+        return contract.name
+    raise TypeError(
+        "a contract is its name or its handle in plancontracts.generated, "
+        f"not {type(contract).__name__}"
+    )
 
 
 def contract_names() -> tuple[str, ...]:
     """The names of every contract, sorted."""
-    return tuple(sorted(ROOT_TYPES))
+    return tuple(sorted(CONTRACTS))
 
 
-def root_type(contract: str) -> Any:
+def root_type(contract: AnyContract) -> Any:
     """The generated type of `contract`'s documents (a msgspec Struct, or a union or map of them).
 
     Raises `UnknownContractError` for a name that is not a contract.
     """
+    name = contract_name(contract)
     try:
-        return ROOT_TYPES[contract]
+        return CONTRACTS[name].type
     except KeyError:
-        raise UnknownContractError(contract, contract_names()) from None
+        raise UnknownContractError(name, contract_names()) from None
 
 
-def has_schema_only_rules(contract: str) -> bool:
+def has_schema_only_rules(contract: AnyContract) -> bool:
     """Whether `contract` has rules the generated types cannot enforce."""
     root_type(contract)
-    return bool(SCHEMA_ONLY_RULES[contract])
+    return bool(SCHEMA_ONLY_RULES[contract_name(contract)])
 
 
 @cache
@@ -50,13 +71,13 @@ def _schema_text(contract: str) -> str:
     return resource.read_text(encoding="utf-8")
 
 
-def contract_schema(contract: str) -> dict[str, Any]:
+def contract_schema(contract: AnyContract) -> dict[str, Any]:
     """`contract`'s JSON Schema as one self-contained document, a fresh copy on every call.
 
     Every reference is bundled into its `$defs`, so any JSON Schema tool can
     use it on its own. Raises `UnknownContractError` for an unknown name.
     """
-    schema: dict[str, Any] = json.loads(_schema_text(contract))
+    schema: dict[str, Any] = json.loads(_schema_text(contract_name(contract)))
     return schema
 
 

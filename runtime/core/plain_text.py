@@ -26,7 +26,7 @@ from typing import Any
 
 import nh3
 
-from .contracts import contract_schema
+from .contracts import AnyContract, contract_name, contract_schema
 
 __all__ = ["control_characters", "free_texts", "has_markup", "neutralise", "without_controls"]
 
@@ -96,13 +96,13 @@ def _schema(contract: str) -> Any:
     return contract_schema(contract)
 
 
-def free_texts(contract: str, value: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def free_texts(contract: AnyContract, value: Any) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Each string of `value` that the schema leaves free, with its path, in document order.
 
     Free means no enum, const or pattern constrains it (those the schema
     judges alone); strings in fields the schema does not know are free too.
     """
-    schema = _schema(contract)
+    schema = _schema(contract_name(contract))
     definitions = schema.get("$defs", {})
     # A loop, not recursion: documents nest as deeply as the parser allows. Each
     # node's path is a link to its parent's, spelt out only for the strings

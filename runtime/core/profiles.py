@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import contract_schema
+from .contracts import AnyContract, contract_schema
 from .errors import PlanContractsError
 from .schema_text import display_pattern
 
@@ -59,8 +59,8 @@ class ProfileBug(PlanContractsError, AssertionError):
     """A document decoded under a profile breaks the contract: the profile is wrong."""
 
 
-def contract_profile(contract: str, bounds: Bounds = Bounds()) -> dict[str, Any]:
-    """The decoding schema of `contract`, derived from its bundled schema."""
+def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[str, Any]:
+    """The decoding schema of `contract` (a handle or a name), derived from its bundled schema."""
     schema = contract_schema(contract)
     derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
     return {**derived, "x-guidance": WHITESPACE}

@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from ...generated import FAMILIES
-from .contracts import root_type
+from .contracts import AnyContract, contract_name, root_type
 from .errors import Violation
 
 __all__ = ["Rules", "rules_of"]
@@ -40,13 +40,14 @@ class Rules:
     """
 
 
-def rules_of(contract: str) -> Rules | None:
+def rules_of(contract: AnyContract) -> Rules | None:
     """The rules `contract`'s family judges its documents by, or None when it has none.
 
     Raises `UnknownContractError` for a name that is not a contract.
     """
     root_type(contract)
-    return _declared(FAMILIES[contract]).get(contract)
+    name = contract_name(contract)
+    return _declared(FAMILIES[name]).get(name)
 
 
 @cache

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .contracts import contract_schema
+from .contracts import AnyContract, contract_name, contract_schema
 
 _END_OF_TEXT = "$(?!\\n)"
 
@@ -26,15 +26,15 @@ def display_pattern(pattern: str) -> str:
     return pattern.replace(_END_OF_TEXT, "$")
 
 
-def schema_text(contract: str) -> str:
-    """Markdown text describing `contract` for a model.
+def schema_text(contract: AnyContract) -> str:
+    """Markdown text describing `contract` (a handle or a name) for a model.
 
     Raises `UnknownContractError` for an unknown name.
     """
     return "\n".join(text for _, text in schema_sections(contract)).rstrip() + "\n"
 
 
-def schema_sections(contract: str) -> list[tuple[str, str]]:
+def schema_sections(contract: AnyContract) -> list[tuple[str, str]]:
     """The sections of `schema_text(contract)` as (name, Markdown) pairs, in order.
 
     The contract's own section comes first, named `""`; then one section per
@@ -42,10 +42,11 @@ def schema_sections(contract: str) -> list[tuple[str, str]]:
     the contract names simple types. Raises `UnknownContractError` for an
     unknown name.
     """
-    schema = contract_schema(contract)
+    name = contract_name(contract)
+    schema = contract_schema(name)
     renderer = _Renderer(schema.get("$defs", {}))
-    title = schema.get("title", contract)
-    head = f"# {title} (`{contract}`)\n\n{schema.get('description', '').strip()}\n"
+    title = schema.get("title", name)
+    head = f"# {title} (`{name}`)\n\n{schema.get('description', '').strip()}\n"
     sections = [("", f"{head}\n{renderer.body(schema)}")]
     while renderer.pending:
         name = renderer.pending.pop(0)

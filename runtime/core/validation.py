@@ -11,6 +11,12 @@ and where the two disagree about a value, which happens for one known case
 only: JSON Schema counts `1.0` as an integer and msgspec does not. The schema
 decides; such numbers are typed as integers.
 
+`decode`, `convert` and `violations` judge by plancontracts' own contracts,
+named by handle (`decode(PLAN, data)` is typed as a `Plan`) or by name (typed
+`Any`). A `ContractSet` judges by other schemas, such as a user's schema
+folder, with the same parsing, messages, pointers and cap; without generated
+types, its schemas alone judge.
+
 Nothing here walks a value by recursion, so every value the parser accepts,
 however deep, gets its verdict.
 """
@@ -20,15 +26,29 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
-from .contracts import contract_schema, has_schema_only_rules, root_type
-from .errors import MAX_VIOLATIONS, ContractError, Violation, Violations, shown
+from ...generated import CONTRACTS, Contract
+from .contracts import (
+    AnyContract,
+    contract_name,
+    contract_names,
+    contract_schema,
+    has_schema_only_rules,
+)
+from .errors import (
+    MAX_VIOLATIONS,
+    ContractError,
+    UnknownContractError,
+    Violation,
+    Violations,
+    shown,
+)
 from .jsontext import MalformedJSON, copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
 from .rules import Rules, rules_of
@@ -38,78 +58,235 @@ if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaError
 
+__all__ = ["BUNDLED", "ContractSet", "convert", "decode", "parse_document", "violations"]
+
 _ARRAY_INDEX = re.compile(r"[0-9]+")
+_TOO_DEEP_FOR_SCHEMA = (
+    "nests too deeply to be judged by a schema that refers to itself "
+    "(the limit is Python's recursion limit: 150 to 250 levels)"
+)
+_Document = TypeVar("_Document")
 
 
-def decode(contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any:
+class ContractSet:
+    """Contracts that documents are judged against, each by its name.
+
+    Every contract has a self-contained schema; some also have a generated
+    type. A document of a typed contract decodes into its type: msgspec
+    judges first, and the schema explains a rejection and checks what the
+    type cannot express. A document of any other contract is judged by its
+    schema alone and decodes to its parsed JSON value. Either way a rejection
+    lists the same violations, with the same messages, pointers and cap, and
+    the rules beyond the schema (see `runtime.core.rules`) are added to them.
+
+    `BUNDLED` holds plancontracts' own contracts, with their types and their
+    families' rules; `decode`, `convert` and `violations` judge by it.
+    """
+
+    def __init__(
+        self,
+        schemas: Mapping[str, Mapping[str, Any]],
+        *,
+        types: Mapping[str, Any] | None = None,
+        schema_only_rules: Collection[str] = (),
+        rules: Callable[[str], Rules | None] | None = None,
+    ) -> None:
+        """A set of the contracts that `schemas` maps by name to their self-contained schemas.
+
+        Each schema must be a valid draft 2020-12 schema whose references
+        all point into its own `$defs` (as `plancontracts.codegen.schemas`
+        bundles them); it is read, never changed. `types` maps the contracts
+        that have one to their generated type; `schema_only_rules` names the
+        typed contracts whose schema checks more than their type can; `rules`
+        gives a contract's rules beyond the schema (by default, none).
+        """
+        self._schemas = schemas
+        self._types = types or {}
+        self._schema_only_rules = schema_only_rules
+        self._rules = rules
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    def names(self) -> tuple[str, ...]:
+        """The names of the contracts, sorted."""
+        return tuple(sorted(self._schemas))
+
+    def require(self, contract: str) -> None:
+        """Raise `UnknownContractError` unless `contract` names one of the set's contracts."""
+        if contract not in self._schemas:
+            raise UnknownContractError(contract, self.names())
+
+    def decode(self, contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any:
+        """Decode one JSON document of `contract`: see the module's `decode`."""
+        return self.convert(contract, self.parse_document(contract, data), rules=rules)
+
+    def convert(self, contract: str, value: Any, *, rules: Rules | None = None) -> Any:
+        """Convert a parsed JSON `value` of `contract`: see the module's `convert`."""
+        chosen = self._chosen(contract, rules)
+        target = self._types.get(contract)
+        if target is None:  # the schema alone judges
+            problems = self.violations(contract, value, rules=chosen)
+            if problems:
+                raise ContractError(contract, problems)
+            return value
+        try:
+            typed = msgspec.convert(value, target)
+        except msgspec.ValidationError:
+            problems = self.violations(contract, value, rules=chosen)
+            if problems:
+                raise ContractError(contract, problems) from None
+            return _convert_integral_floats(value, target)
+        if contract in self._schema_only_rules:
+            problems = self.violations(contract, value, rules=chosen)
+        else:  # the types held, so the schema holds: only the rules beyond it are left
+            problems = _merged([], _rule_violations(chosen, value))
+        if problems:
+            raise ContractError(contract, problems)
+        return typed
+
+    def violations(self, contract: str, value: Any, *, rules: Rules | None = None) -> Violations:
+        """Every violation of `contract` by a parsed JSON `value`: see the module's `violations`."""
+        chosen = self._chosen(contract, rules)
+        validator = self._validator(contract)
+        errors = validator.iter_errors(value)
+        # One violation may come from several errors: `required` reports each
+        # missing field apart, and its explanation names them all at once.
+        found: dict[Violation, None] = {}
+        try:
+            for violation in chain.from_iterable(
+                _explain(error, validator.schema) for error in errors
+            ):
+                found[violation] = None
+                if len(found) > MAX_VIOLATIONS:
+                    break
+        except RecursionError:
+            # Only a schema that refers to itself makes the validator follow the
+            # document's depth (none of plancontracts' own does): past Python's
+            # recursion limit, the document is refused rather than judged.
+            found[Violation("", _TOO_DEEP_FOR_SCHEMA)] = None
+        return _merged(list(found), _rule_violations(chosen, value))
+
+    def parse_document(self, contract: str, data: bytes | str) -> Any:
+        """Parse one document's text strictly: see the module's `parse_document`."""
+        self.require(contract)
+        if isinstance(data, str):
+            try:
+                data = data.encode("utf-8")
+            except UnicodeEncodeError as error:
+                where = f"at character {error.start}"
+                raise ContractError(
+                    contract, (Violation("", f"text holds a lone surrogate {where}, not UTF-8"),)
+                ) from None
+        elif not isinstance(data, bytes):
+            raise TypeError(f"decode() takes bytes or str, not {type(data).__name__}")
+        try:
+            return parse(data)
+        except MalformedJSON as error:
+            raise ContractError(contract, (Violation(error.pointer, error.message),)) from None
+
+    def _chosen(self, contract: str, rules: Rules | None) -> Rules | None:
+        self.require(contract)
+        if rules is None:
+            return self._rules(contract) if self._rules else None
+        if rules.contract != contract:
+            raise ValueError(f"{rules.name} are rules of {rules.contract}, not of {contract}")
+        return rules
+
+    def _validator(self, contract: str) -> Draft202012Validator:
+        validator = self._validators.get(contract)
+        if validator is None:
+            self.require(contract)
+            validator = _bounded_validator()(self._schemas[contract])
+            self._validators[contract] = validator
+        return validator
+
+
+class _BundledSchemas(Mapping[str, Mapping[str, Any]]):
+    """plancontracts' own schemas by name, each read when first needed."""
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        if name not in CONTRACTS:
+            raise KeyError(name)
+        return contract_schema(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in CONTRACTS  # without reading the schema
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(contract_names())
+
+    def __len__(self) -> int:
+        return len(CONTRACTS)
+
+
+BUNDLED = ContractSet(
+    _BundledSchemas(),
+    types={name: contract.type for name, contract in CONTRACTS.items()},
+    schema_only_rules=frozenset(filter(has_schema_only_rules, contract_names())),
+    rules=rules_of,
+)
+"plancontracts' own contracts: the set `decode`, `convert` and `violations` judge by."
+
+
+@overload
+def decode(
+    contract: Contract[_Document], data: bytes | str, *, rules: Rules | None = None
+) -> _Document: ...
+@overload
+def decode(contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any: ...
+def decode(contract: AnyContract, data: bytes | str, *, rules: Rules | None = None) -> Any:
     """Decode one JSON document of `contract` into its generated type.
 
-    `data` is the document's text, as UTF-8 bytes or as str. Returns an
-    instance of the contract's root type (see `root_type`). Raises
-    `ContractError` listing every violation when the text is not strict JSON
-    or the document breaks the contract, and `UnknownContractError` when no
-    contract has that name. `rules` are the checks beyond the schema (see
-    `violations`).
-    """
-    return convert(contract, parse_document(contract, data), rules=rules)
-
-
-def convert(contract: str, value: Any, *, rules: Rules | None = None) -> Any:
-    """Convert an already parsed JSON `value` of `contract` into its generated type.
-
-    `value` is what a JSON parser returns (dicts, lists, str, int, float,
-    bool, None). Raises `ContractError` listing every violation, and
+    `contract` is a handle (`PLAN`: the result is typed as a `Plan`) or a
+    name (`"plan"`: typed `Any`). `data` is the document's text, as UTF-8
+    bytes or as str. Returns an instance of the contract's root type (see
+    `root_type`). Raises `ContractError` listing every violation when the
+    text is not strict JSON or the document breaks the contract, and
     `UnknownContractError` when no contract has that name. `rules` are the
     checks beyond the schema (see `violations`).
     """
-    target = root_type(contract)
-    chosen = _chosen(contract, rules)
-    try:
-        typed = msgspec.convert(value, target)
-    except msgspec.ValidationError:
-        problems = violations(contract, value, rules=chosen)
-        if problems:
-            raise ContractError(contract, problems) from None
-        return _convert_integral_floats(value, target)
-    if has_schema_only_rules(contract):
-        problems = violations(contract, value, rules=chosen)
-    else:  # the types held, so the schema holds: only the rules beyond it are left
-        problems = _merged([], _rule_violations(chosen, value))
-    if problems:
-        raise ContractError(contract, problems)
-    return typed
+    return BUNDLED.decode(contract_name(contract), data, rules=rules)
 
 
-def violations(contract: str, value: Any, *, rules: Rules | None = None) -> Violations:
+@overload
+def convert(
+    contract: Contract[_Document], value: Any, *, rules: Rules | None = None
+) -> _Document: ...
+@overload
+def convert(contract: str, value: Any, *, rules: Rules | None = None) -> Any: ...
+def convert(contract: AnyContract, value: Any, *, rules: Rules | None = None) -> Any:
+    """Convert an already parsed JSON `value` of `contract` into its generated type.
+
+    `contract` is a handle or a name, as for `decode`. `value` is what a JSON
+    parser returns (dicts, lists, str, int, float, bool, None). Raises
+    `ContractError` listing every violation, and `UnknownContractError` when
+    no contract has that name. `rules` are the checks beyond the schema (see
+    `violations`).
+    """
+    return BUNDLED.convert(contract_name(contract), value, rules=rules)
+
+
+def violations(contract: AnyContract, value: Any, *, rules: Rules | None = None) -> Violations:
     """Every violation of `contract` by the parsed JSON `value`, in document order.
 
-    That is the schema's violations and those of `rules`, the checks beyond
-    the schema; by default the ones the contract's family declares (see
+    `contract` is a handle or a name, as for `decode`. The violations are
+    the schema's and those of `rules`, the checks beyond the schema; by
+    default the ones the contract's family declares (see
     `runtime.core.rules`), such as the planning protocol's for planning
     blocks in Story mode. Raises ValueError when `rules` are another
     contract's. Values of any size and depth are judged in time linear in
     their size: where there are more than `MAX_VIOLATIONS`, the search stops
     and the result lists the first ones found, with `complete` False.
     """
-    chosen = _chosen(contract, rules)
-    validator = _validator(contract)
-    errors = validator.iter_errors(value)
-    # One violation may come from several errors: `required` reports each
-    # missing field apart, and its explanation names them all at once.
-    found: dict[Violation, None] = {}
-    for violation in chain.from_iterable(_explain(error, validator.schema) for error in errors):
-        found[violation] = None
-        if len(found) > MAX_VIOLATIONS:
-            break
-    return _merged(list(found), _rule_violations(chosen, value))
+    return BUNDLED.violations(contract_name(contract), value, rules=rules)
 
 
-def _chosen(contract: str, rules: Rules | None) -> Rules | None:
-    if rules is None:
-        return rules_of(contract)
-    if rules.contract != contract:
-        raise ValueError(f"{rules.name} are rules of {rules.contract}, not of {contract}")
-    return rules
+def parse_document(contract: AnyContract, data: bytes | str) -> Any:
+    """Parse one document's text strictly; malformed JSON is a ContractError of `contract`.
+
+    Raises `UnknownContractError` first when no contract has that name, and
+    TypeError when `data` is neither bytes nor str.
+    """
+    return BUNDLED.parse_document(contract_name(contract), data)
 
 
 def _rule_violations(rules: Rules | None, value: Any) -> list[Violation]:
@@ -133,29 +310,6 @@ def _merged(schema: list[Violation], beyond: list[Violation]) -> Violations:
     ordered = sorted(set(kept + beyond), key=_document_order)
     cut = max(len(schema), len(beyond), len(ordered)) > MAX_VIOLATIONS
     return Violations(ordered[:MAX_VIOLATIONS], complete=not cut)
-
-
-def parse_document(contract: str, data: bytes | str) -> Any:
-    """Parse one document's text strictly; malformed JSON is a ContractError of `contract`.
-
-    Raises `UnknownContractError` first when no contract has that name, and
-    TypeError when `data` is neither bytes nor str.
-    """
-    root_type(contract)
-    if isinstance(data, str):
-        try:
-            data = data.encode("utf-8")
-        except UnicodeEncodeError as error:
-            where = f"at character {error.start}"
-            raise ContractError(
-                contract, (Violation("", f"text holds a lone surrogate {where}, not UTF-8"),)
-            ) from None
-    elif not isinstance(data, bytes):
-        raise TypeError(f"decode() takes bytes or str, not {type(data).__name__}")
-    try:
-        return parse(data)
-    except MalformedJSON as error:
-        raise ContractError(contract, (Violation(error.pointer, error.message),)) from None
 
 
 def _convert_integral_floats(value: Any, target: Any) -> Any:
@@ -190,8 +344,8 @@ def _document_order(violation: Violation) -> tuple[tuple[int, int, str], ...]:
 
 
 @cache
-def _validator(contract: str) -> Draft202012Validator:
-    """A validator for `contract`'s schema whose work is bounded by what is explained.
+def _bounded_validator() -> type[Draft202012Validator]:
+    """A validator class whose work is bounded by what is explained.
 
     jsonschema's own keywords write a message quoting the offending value
     (its whole `repr`, however large or deep) and collect every error of
@@ -209,9 +363,7 @@ def _validator(contract: str) -> Draft202012Validator:
     from jsonschema import Draft202012Validator, validators
 
     extend: Callable[..., type[Draft202012Validator]] = validators.extend  # untyped in its stubs
-    bounded = extend(Draft202012Validator, _bounded_keywords())
-    validator: Draft202012Validator = bounded(contract_schema(contract))
-    return validator
+    return extend(Draft202012Validator, _bounded_keywords())
 
 
 def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
@@ -273,13 +425,7 @@ def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
     ) -> Iterator[SchemaError]:
         if not validator.is_type(instance, "object"):
             return
-        known = schema.get("properties", {})
-        patterns = schema.get("patternProperties", {})
-        extras = (
-            key
-            for key in instance
-            if key not in known and not any(re.search(p, key) for p in patterns)
-        )
+        extras = _extra_keys(instance, schema)
         if validator.is_type(allowed, "object"):
             for key in extras:
                 yield from validator.descend(instance[key], allowed, path=key)
@@ -301,6 +447,15 @@ def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
         "minProperties": sizes(lambda over: over >= 0, "object"),
         "maxProperties": sizes(lambda over: over <= 0, "object"),
     }
+
+
+def _extra_keys(instance: dict[str, Any], schema: Any) -> Iterator[str]:
+    """The keys of `instance` that neither `properties` nor `patternProperties` of `schema` name."""
+    known = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    return (
+        key for key in instance if key not in known and not any(re.search(p, key) for p in patterns)
+    )
 
 
 def _equal(one: Any, two: Any) -> bool:
@@ -347,13 +502,10 @@ def _explain(error: SchemaError, root: Any) -> Iterator[Violation]:
         yield Violation(f"{pointer}/{escape_token(key)}", message, "propertyNames")
     elif keyword == "additionalProperties" and expected is False:
         known = list(schema.get("properties", {}))
-        for key in instance:
-            if key not in known:
-                yield Violation(
-                    f"{pointer}/{escape_token(key)}", _unknown_field(key, known), keyword
-                )
-    elif keyword == "oneOf" and "discriminator" in schema:
-        yield from _explain_tagged(error, schema, pointer, root)
+        for key in _extra_keys(instance, schema):
+            yield Violation(f"{pointer}/{escape_token(key)}", _unknown_field(key, known), keyword)
+    elif keyword == "oneOf" and "discriminator" in schema and (tagged := _tags(schema, root)):
+        yield from _explain_tagged(error, schema, tagged, pointer, root)
     elif keyword == "anyOf" and {"type": "null"} in expected:
         # A nullable value: explain what is wrong with the value it is not null for.
         null_branch = expected.index({"type": "null"})
@@ -367,13 +519,9 @@ def _explain(error: SchemaError, root: Any) -> Iterator[Violation]:
 
 
 def _explain_tagged(
-    error: SchemaError, schema: Any, pointer: str, root: Any
+    error: SchemaError, schema: Any, tagged: tuple[str, list[Any]], pointer: str, root: Any
 ) -> Iterator[Violation]:
-    tag = schema["discriminator"]["propertyName"]
-    tags = []
-    for branch in schema["oneOf"]:
-        target = root["$defs"][branch["$ref"].removeprefix("#/$defs/")]
-        tags.append(target["properties"][tag]["const"])
+    tag, tags = tagged
     instance: Any = error.instance
     choices = ", ".join(json.dumps(value) for value in tags)
     if not isinstance(instance, dict):
@@ -385,10 +533,45 @@ def _explain_tagged(
         message = f"unknown {tag} {shown(instance[tag])}; expected one of {choices}"
         yield Violation(f"{pointer}/{escape_token(tag)}", message, "const")
     else:
-        chosen = tags.index(instance[tag])
+        chosen = next(index for index, known in enumerate(tags) if _equal(instance[tag], known))
+        explained = False
         for sub in error.context or ():
             if sub.relative_schema_path[0] == chosen:
-                yield from _explain(sub, root)
+                for violation in _explain(sub, root):
+                    explained = True
+                    yield violation
+        if not explained:  # the tag chose a branch that holds: another one held too
+            yield Violation(pointer, _describe("oneOf", schema["oneOf"], instance), "oneOf")
+
+
+def _tags(schema: Any, root: Any) -> tuple[str, list[Any]] | None:
+    """The tag of a tagged `oneOf` and the value each branch sets it to, or None where unclear.
+
+    plancontracts' own schemas set each with a `const`, in a definition the
+    branch refers to; other schemas may not, and are then explained as any
+    `oneOf` is.
+    """
+    tag = _member(schema, "discriminator", "propertyName")
+    if not isinstance(tag, str) or not isinstance(schema["oneOf"], list):
+        return None
+    tags = []
+    for branch in schema["oneOf"]:
+        target = branch
+        reference = _member(branch, "$ref")
+        if isinstance(reference, str) and reference.startswith("#/$defs/"):
+            target = _member(root, "$defs", reference.removeprefix("#/$defs/"))
+        value = _member(target, "properties", tag)
+        if not isinstance(value, dict) or "const" not in value:
+            return None
+        tags.append(value["const"])
+    return tag, tags
+
+
+def _member(node: Any, *keys: str) -> Any:
+    """`node[keys[0]][keys[1]]...`, or None where one of them is missing or not an object."""
+    for key in keys:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
 
 
 def _describe(keyword: str, expected: Any, instance: Any) -> str:

@@ -32,15 +32,16 @@ def _add_mode(validate: argparse.ArgumentParser) -> None:
     validate.add_argument(
         "--mode",
         choices=MODES,
-        help=f"{PLANNING_BLOCK} only: judge in Think mode (stricter) or Story mode (the default)",
+        help=f"{PLANNING_BLOCK.name} only: judge in Think mode (stricter) "
+        "or Story mode (the default)",
     )
 
 
 def _chosen_rules(args: argparse.Namespace, contract: str) -> Rules | None:
     if args.mode is None:
         return None
-    if contract != PLANNING_BLOCK:
-        raise UsageError(f"--mode applies to {PLANNING_BLOCK} only, not {contract}")
+    if contract != PLANNING_BLOCK.name:
+        raise UsageError(f"--mode applies to {PLANNING_BLOCK.name} only, not {contract}")
     return rules_in(args.mode)
 
 
@@ -80,7 +81,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "normalize",
         help="repair what the planning protocol allows in a planning block, reporting each repair",
     )
-    normalize.add_argument("contract", metavar="CONTRACT", help=PLANNING_BLOCK)
+    normalize.add_argument("contract", metavar="CONTRACT", help=PLANNING_BLOCK.name)
     normalize.add_argument("file", metavar="FILE", help="a JSON file, or - for stdin")
     normalize.add_argument(
         "--mode", choices=MODES, default="story", help="the mode to judge the result in"
@@ -121,8 +122,10 @@ def _think(args: argparse.Namespace, out: Output) -> int:
 
 def _normalize(args: argparse.Namespace, out: Output) -> int:
     root_type(args.contract)
-    if args.contract != PLANNING_BLOCK:
-        raise UsageError(f"only {PLANNING_BLOCK} documents can be normalized, not {args.contract}")
+    if args.contract != PLANNING_BLOCK.name:
+        raise UsageError(
+            f"only {PLANNING_BLOCK.name} documents can be normalized, not {args.contract}"
+        )
     try:
         with opened(args.file) as stream:
             data = read_at_most(stream, args.max_bytes)

@@ -16,7 +16,7 @@ from importlib.resources import files
 from string import Template
 from typing import Any
 
-from ..core.contracts import contract_schema
+from ..core.contracts import AnyContract, contract_schema
 from ..core.schema_text import schema_sections
 from ..model.chat import Message
 from . import mechanics as rules
@@ -93,7 +93,7 @@ _TIER_PLANS = {
 }
 
 
-def _referenced(contract: str, name: str) -> set[str]:
+def _referenced(contract: AnyContract, name: str) -> set[str]:
     """`name` and every object type its fields reach, by `$ref`, in `contract`."""
     definitions = contract_schema(contract)["$defs"]
     found: set[str] = set()

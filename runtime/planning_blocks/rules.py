@@ -26,8 +26,10 @@ from typing import Any, get_args
 
 import msgspec
 
+from ...generated import FROZEN_PLANS as FROZEN_PLANS_CONTRACT
+from ...generated import PLANNING_BLOCK
 from ...generated.planning_blocks import Complexity
-from ..core.contracts import contract_schema
+from ..core.contracts import AnyContract, contract_schema
 from ..core.errors import Violation, shown
 from ..core.jsontext import escape_token, pointer
 from ..core.plain_text import control_characters, free_texts, has_markup
@@ -47,6 +49,7 @@ from .mechanics import (
 
 __all__ = [
     "FROZEN_PLANS",
+    "PLANNING_BLOCK",
     "RULES",
     "STORY_MODE",
     "THINK_MODE",
@@ -55,13 +58,12 @@ __all__ = [
     "rules_in",
 ]
 
-PLANNING_BLOCK = "planning-block"
 NAMES_SHOWN = 5
 "Names quoted at most in one message (a block's choices, say): a hostile one could hold millions."
 
 
 @cache
-def _schema(contract: str) -> Any:
+def _schema(contract: AnyContract) -> Any:
     """`contract`'s schema, parsed once: the rules only read it."""
     return contract_schema(contract)
 
@@ -339,17 +341,17 @@ def _frozen_plans(value: Any) -> Iterator[Violation]:
 
 
 STORY_MODE = Rules(
-    PLANNING_BLOCK, "Story mode's rules", lambda value: _planning_block(value, "story")
+    PLANNING_BLOCK.name, "Story mode's rules", lambda value: _planning_block(value, "story")
 )
 "The planning protocol in Story mode, by which planning blocks are judged unless told otherwise."
 THINK_MODE = Rules(
-    PLANNING_BLOCK, "Think mode's rules", lambda value: _planning_block(value, "think")
+    PLANNING_BLOCK.name, "Think mode's rules", lambda value: _planning_block(value, "think")
 )
 "The planning protocol in Think mode: Story mode's rules, and the fields Think mode requires."
-FROZEN_PLANS = Rules("frozen-plans", "the freeze rules", _frozen_plans)
+FROZEN_PLANS = Rules(FROZEN_PLANS_CONTRACT.name, "the freeze rules", _frozen_plans)
 "Frozen plans freeze for the hours their DC sets, from the moment the check failed."
 
-RULES = {PLANNING_BLOCK: STORY_MODE, "frozen-plans": FROZEN_PLANS}
+RULES = {PLANNING_BLOCK.name: STORY_MODE, FROZEN_PLANS_CONTRACT.name: FROZEN_PLANS}
 "The family's rules beyond its contracts' schemas, found by `runtime.core.rules`."
 
 

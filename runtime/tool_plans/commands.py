@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from ...generated import PLAN
 from ...generated.tool_plans import ExecutionResult, Plan, UiEvent
 from ..cli.base import (
     EXIT_INVALID,
@@ -129,7 +130,7 @@ def _read_plan(name: str) -> Plan | Violations:
     if isinstance(data, Violation):
         return Violations((data,))
     try:
-        plan: Plan = decode("plan", data)
+        plan: Plan = decode(PLAN, data)
     except ContractError as error:
         return error.violations
     return plan

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ...generated import PLAN
 from ...generated.tool_plans import Plan
 from ..core.errors import ContractError
 from ..core.profiles import Bounds, Deriver, ProfileBug, contract_profile
@@ -64,7 +65,7 @@ class PlanProfile:
             "metadata": {"generationAttempt": generation, "parentPlanId": parent_plan_id},
         }
         try:
-            plan: Plan = decode("plan", json.dumps(document))
+            plan: Plan = decode(PLAN, json.dumps(document))
         except ContractError as error:
             raise ProfileBug(f"a plan decoded under the profile is invalid: {error}") from None
         problem = check_plan(plan, skills=self.skills)
@@ -88,7 +89,7 @@ def plan_profile(
     """
     skills = bundled_skills() if skills is None else skills
     off = tuple(sorted(set(disabled)))
-    schema = contract_profile("plan", bounds)
+    schema = contract_profile(PLAN, bounds)
     tools = schema["properties"]["tools"]
     template = tools["items"]
     scripts = [
