@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import threading
+from pathlib import Path
+
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.core.validation import decode
 from plancontracts.runtime.engine.executor import check_plan
-from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
+from plancontracts.runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 from plancontracts.runtime.tool_plans.pattern_planner import pattern_plan
+from plancontracts.skills import BUNDLED_SKILLS
 
 SKILLS = sorted(bundled_skills().skills)
 
@@ -121,3 +128,24 @@ def test_every_plan_is_valid_and_passes_the_executors_checks(text: str, disabled
     assert check_plan(plan) is None
     used = {tool.tool_path.split("/")[1] for tool in plan.tools}
     assert not used & disabled
+
+
+def test_an_input_a_skills_schema_cannot_judge_in_time_is_not_used(tmp_path: Path) -> None:
+    # A door examiner of the user's whose pattern backtracks for minutes on a long name.
+    folder = tmp_path / "door-examiner"
+    shutil.copytree(BUNDLED_SKILLS / "door-examiner", folder)
+    schema = json.loads((folder / "examine.input.json").read_text())
+    schema["properties"]["target"]["pattern"] = "^(a|aa|aaa)+$"
+    (folder / "examine.input.json").write_text(json.dumps(schema))
+    skills = discover_skills([tmp_path])
+    finished: list[Plan] = []
+    worker = threading.Thread(
+        target=lambda: finished.append(
+            pattern_plan(f"I examine the {'a' * 38} door", skills=skills)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=300)  # a hang, not a speed: the check gives up after a second
+    assert finished, "the pattern planner hung on the skill's schema"
+    assert [tool.tool_path for tool in finished[0].tools] == []  # narration only

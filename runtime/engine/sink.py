@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ...generated import TOOL_EVENT
 from ...generated.tool_plans import (
     AssetEvent,
     AssetReference,
@@ -134,7 +135,7 @@ class Sink:
         if self.done is not None:
             raise self._violate("output_after_done", f"{where}: output after the done event")
         try:
-            event: ToolEvent = convert("tool-event", parse(raw))
+            event: ToolEvent = convert(TOOL_EVENT, parse(raw))
         except MalformedJSON as error:
             raise self._violate("malformed_line", f"{where}: {error}") from None
         except ContractError as error:
@@ -146,7 +147,7 @@ class Sink:
         if self.done is not None:
             raise self._violate("output_after_done", "an event after the done event")
         try:
-            checked: ToolEvent = convert("tool-event", msgspec.to_builtins(event))
+            checked: ToolEvent = convert(TOOL_EVENT, msgspec.to_builtins(event))
         except ContractError as error:
             raise self._violate("invalid_event", _listed(error)) from None
         except RecursionError:

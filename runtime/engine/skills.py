@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 from msgspec import UnsetType
 
+from ...generated import SKILL_MANIFEST
 from ...generated.tool_plans import RetryPolicy, SkillManifest, SkillScript
 from ..core.errors import ContractError
 from ..core.validation import decode
@@ -205,7 +206,7 @@ def _load_skill(folder: Path, problems: list[str]) -> Skill | None:
     where = folder / "skill.json"
     try:
         manifest: SkillManifest = decode(
-            "skill-manifest", read_regular_file(where, MAX_MANIFEST_BYTES)
+            SKILL_MANIFEST, read_regular_file(where, MAX_MANIFEST_BYTES)
         )
     except (OSError, ValueError, ContractError) as error:
         problems.append(f"{where}: skipped, {reason(error)}")

@@ -25,6 +25,8 @@ from ..engine.skills import Script, SkillSet, UnusableScript, bundled_skills
 __all__ = ["pattern_plan"]
 
 MAX_ECHO = 200
+INPUT_CHECK_SECONDS = 1.0
+"How long the patterns wait for a script's schema to judge an input they made."
 _ARTICLES = frozenset({"a", "an", "the", "that", "this", "my", "your"})
 STORYTELLER = "skills/storyteller/narrate.py"
 _NAME_LENGTH = 40
@@ -192,4 +194,7 @@ def _usable(skills: SkillSet, tool_path: str, disabled: list[str]) -> Script | N
 
 
 def _accepts(script: Script, value: dict[str, Any]) -> bool:
-    return script.input_validator is None or script.input_validator.is_valid(value)
+    # A skill's schema is the user's: a pattern that backtracks badly must not
+    # hang the fallback that always works, so an input it cannot judge in time
+    # is not used.
+    return script.check_input(value, seconds=INPUT_CHECK_SECONDS) is None
