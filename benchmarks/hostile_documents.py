@@ -72,6 +72,11 @@ SHAPES: dict[str, Callable[[int], bytes]] = {
     "input: [{},{},...] (valid)": lambda size: _free_form(size, b"{}"),
     "input: [[],[],...] (valid)": lambda size: _free_form(size, b"[]"),
     "input: [deep,...] (valid)": lambda size: _free_form(size, b"[" * DEEP + b"]" * DEEP),
+    'input: [{"a":1},...] (valid)': lambda size: _free_form(size, b'{"a":1}'),
+    'input: [{"x":1,"y":2},...] (valid)': lambda size: _free_form(size, b'{"x":1,"y":2}'),
+    'input: ["ab","ab",...] (valid)': lambda size: _free_form(size, b'"ab"'),
+    "input: [1.5,1.5,...] (valid)": lambda size: _free_form(size, b"1.5"),
+    "input: [[1],[1],...] (valid)": lambda size: _free_form(size, b"[1]"),
 }
 
 # Runs the command in-process and prints its peak memory (KiB) to stderr. VmHWM
@@ -88,8 +93,8 @@ raise SystemExit(status)
 """
 
 
-def validate(path: Path, *, timeout: float = 900) -> tuple[int, int, int, float]:
-    """Exit status, stdout lines, peak KiB and seconds of `validate plan PATH`."""
+def validate(path: Path, *, timeout: float = 900) -> tuple[int, str, int, float]:
+    """Exit status, standard output, peak KiB and seconds of `validate plan PATH`."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", CHILD_PEAK, "validate", "plan", str(path)],
@@ -101,7 +106,7 @@ def validate(path: Path, *, timeout: float = 900) -> tuple[int, int, int, float]
     peak = re.search(rb"(\d+)\s*$", done.stderr)
     if peak is None:
         raise RuntimeError(f"no peak memory reported: {done.stderr[-2000:]!r}")
-    return done.returncode, done.stdout.count(b"\n"), int(peak.group(1)), elapsed
+    return done.returncode, done.stdout.decode(), int(peak.group(1)), elapsed
 
 
 def main() -> int:
@@ -112,17 +117,18 @@ def main() -> int:
         base = validate(tiny)[2]
         print(f"peak of a tiny document: {base / 1024:.0f} MiB; documents of {size:,} bytes")
         columns = f"{'exit':>4} {'lines':>6} {'seconds':>8} {'peak MiB':>9} {'x size':>7}"
-        print(f"{'shape':<28} {columns}")
+        print(f"{'shape':<36} {columns}")
         worst = 0.0
         for name, build in SHAPES.items():
             path = Path(folder) / "document.json"
             data = build(size)
             path.write_bytes(data)
-            status, lines, peak, seconds = validate(path)
+            status, output, peak, seconds = validate(path)
+            lines = output.count("\n")
             multiple = (peak - base) * 1024 / len(data)
             worst = max(worst, multiple)
             print(
-                f"{name:<28} {status:>4} {lines:>6} {seconds:>8.1f} {peak / 1024:>9.0f} "
+                f"{name:<36} {status:>4} {lines:>6} {seconds:>8.1f} {peak / 1024:>9.0f} "
                 f"{multiple:>7.1f}"
             )
     met = worst < TARGET_MULTIPLE

@@ -20,7 +20,7 @@ from plancontracts import (
 )
 from plancontracts.generated import tool_plans
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS, shown
-from plancontracts.runtime.core.jsontext import MalformedJSON, parse
+from plancontracts.runtime.core.jsontext import DENSE_FROM, MalformedJSON, parse, parsed_cost
 
 PLAN = contract_schema("plan")["examples"][0]
 
@@ -292,3 +292,25 @@ def test_values_are_quoted_short_whatever_their_size_or_depth() -> None:
         deep = [deep]
     assert shown(deep) == "[" * 59 + "…"
     assert shown({"a": [1] * 10_000_000}, limit=20) == '{"a": [1, 1, 1, 1, …'
+
+
+def test_a_large_document_of_tiny_values_is_refused_before_it_is_parsed() -> None:
+    dense = b"[" + b",".join([b"[]"] * (DENSE_FROM // 3 + 1)) + b"]"
+    assert len(dense) > DENSE_FROM
+    with pytest.raises(MalformedJSON, match="holds too many small values to judge in bounded"):
+        parse(dense)
+    with pytest.raises(ContractError) as raised:
+        decode("plan", dense)
+    assert [v.pointer for v in raised.value.violations] == [""]
+    # Up to DENSE_FROM bytes every document is parsed: its cost is within the constant.
+    small = b"[" + b",".join([b"[]"] * (DENSE_FROM // 3 - 1)) + b"]"
+    assert len(parse(small)) == DENSE_FROM // 3 - 1
+
+
+def test_what_strings_hold_is_never_counted_as_structure() -> None:
+    text = "{[,:" * (DENSE_FROM // 2)
+    data = json.dumps({"note": text, "escaped": '\\"{[' * 1000}).encode()
+    assert len(data) > DENSE_FROM
+    assert parse(data)["note"] == text
+    # The text, held a few times over, and little else.
+    assert parsed_cost(data) < 5 * len(data)

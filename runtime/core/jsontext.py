@@ -18,6 +18,16 @@ The parser's nesting limit is msgspec's: it counts each level of arrays and
 objects against Python's recursion limit (1,000 by default, less the frames
 of the calling code). Nothing that reads a parsed value afterwards recurses,
 so every value the parser accepts gets a verdict.
+
+A parsed value costs more memory than its text: an empty list is 56 bytes of
+Python for the 3 of `[],`, a small object some 200. Judging a document must
+stay within `MEMORY_PER_TEXT_BYTE` times its size (plus a constant), so a
+document over `DENSE_FROM` bytes whose parsed form would cost more is
+refused before it is parsed, in one line that says so. The cost is estimated
+from the text in linear time, generously per kind of value (objects, arrays,
+strings, floats, and the slot each value takes), so that the estimate is
+never below what parsing takes; only documents made mostly of tiny arrays,
+objects or strings come near the bound.
 """
 
 from __future__ import annotations
@@ -51,13 +61,31 @@ class MalformedJSON(ValueError):
         self.pointer = pointer
 
 
+DENSE_FROM = 1 << 20
+"Documents up to this size are always parsed: their cost is within the constant."
+MEMORY_PER_TEXT_BYTE = 19
+"The most memory a parsed value may take per byte of its text (judging it takes a little more)."
+# Generous costs in bytes of CPython 3.11 values as msgspec builds them, each
+# measured with what it holds apart (a small dict's table, a list's items):
+# an object, an array, a string of a few characters, a float, and the slot
+# each value or key takes in its container. Besides, the text is held about
+# four times over: read, joined, parsed from, and written again to check keys.
+_OBJECT, _ARRAY, _STRING, _FLOAT, _SLOT, _TEXT = 240, 96, 64, 32, 8, 4
+# A string, possessive: a long one costs no backtracking state.
+_STRINGS = re.compile(rb'"(?:[^"\\]++|\\.)*+"')
+
+
 def parse(data: bytes) -> Any:
     """Parse `data` as exactly one JSON document.
 
     Returns plain Python values (dict, list, str, int, float, bool, None).
     Raises `MalformedJSON` for anything that is not strict JSON, including
-    duplicate keys within one object.
+    duplicate keys within one object, and for a document over `DENSE_FROM`
+    bytes whose parsed form would take more than `MEMORY_PER_TEXT_BYTE`
+    times its size.
     """
+    if len(data) > DENSE_FROM:
+        _refuse_if_costly(data)
     try:
         value = msgspec.json.decode(data)
     except RecursionError:
@@ -74,6 +102,70 @@ def parse(data: bytes) -> Any:
     except RecursionError:
         raise MalformedJSON(TOO_DEEP) from None
     return value
+
+
+def parsed_cost(data: bytes) -> int:
+    """About how many bytes of memory `data` takes once parsed, never less than it takes.
+
+    Counted on the text between strings, so that what a string holds is
+    counted once, as text, and never as structure. The text between strings
+    is gathered in pieces of about a megabyte: memory stays flat.
+    """
+    tally = dict.fromkeys((b"{", b"[", b",", b":", b".", b"e", b"E", b"true", b"false"), 0)
+    strings = 0
+    between = bytearray()
+
+    def count() -> None:
+        for mark in tally:
+            tally[mark] += between.count(mark)
+        between.clear()
+
+    start = 0
+    for string in _STRINGS.finditer(data):
+        between += data[start : string.start()]
+        between += b" "  # keeps `tr` and `ue` of two pieces from making a `true`
+        start = string.end()
+        strings += 1
+        if len(between) > _PIECE:
+            count()
+    between += data[start:]
+    count()
+    # Without strings, an `e` is in a number or in true/false.
+    floats = tally[b"."] + tally[b"e"] + tally[b"E"] - tally[b"true"] - tally[b"false"]
+    return (
+        _OBJECT * tally[b"{"]
+        + _ARRAY * tally[b"["]
+        + _STRING * strings
+        + _FLOAT * floats
+        + _SLOT * (tally[b","] + tally[b":"] + 1)
+        + _TEXT * len(data)
+    )
+
+
+_PIECE = 1 << 20
+
+
+def _refuse_if_costly(data: bytes) -> None:
+    limit = MEMORY_PER_TEXT_BYTE * len(data)
+    # Counted first with the strings in: when that is within bounds, so is the rest.
+    rough = (
+        _OBJECT * data.count(b"{")
+        + _ARRAY * data.count(b"[")
+        + _STRING * data.count(b'"')
+        + _FLOAT * (data.count(b".") + data.count(b"e") + data.count(b"E"))
+        + _SLOT * (data.count(b",") + data.count(b":") + 1)
+        + _TEXT * len(data)
+    )
+    if rough <= limit:
+        return
+    cost = parsed_cost(data)
+    if cost > limit:
+        raise MalformedJSON(
+            f"holds too many small values to judge in bounded memory: parsed, its "
+            f"{len(data):,} bytes would take about {cost:,} bytes, more than "
+            f"{MEMORY_PER_TEXT_BYTE} times its size (the bound for documents over "
+            f"{DENSE_FROM:,} bytes)"
+        )
 
 
 def _may_hold_duplicates(data: bytes, value: Any) -> bool:
