@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import plancontracts
+from plancontracts import PlanContractsError
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "runtime"
@@ -133,3 +134,28 @@ def test_the_public_names_are_listed_once_and_each_imports() -> None:
         )
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         _ = plancontracts.nosuch  # type: ignore[attr-defined]
+
+
+# Raised for control flow inside the package, never out of it.
+INTERNAL = {
+    "plancontracts.runtime.cli.signals.Stopped": "a signal, caught by main as Ctrl-C is",
+    "plancontracts.runtime.engine.checks.Rejected": "becomes the result's error",
+}
+
+
+def test_every_error_the_package_raises_on_purpose_is_a_plancontracts_error() -> None:
+    found = []
+    for path in sorted(RUNTIME.rglob("*.py")):
+        module_name = ".".join(["plancontracts", *path.relative_to(ROOT).with_suffix("").parts])
+        module = importlib.import_module(module_name.removesuffix(".__init__"))
+        for name, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+                and not name.startswith("_")
+                and f"{module.__name__}.{name}" not in INTERNAL
+            ):
+                found.append((f"{module.__name__}.{name}", issubclass(value, PlanContractsError)))
+    assert len(found) >= 10
+    assert [name for name, derived in found if not derived] == []

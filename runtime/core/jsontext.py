@@ -39,6 +39,8 @@ from typing import Any
 
 import msgspec
 
+from .errors import PlanContractsError
+
 _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
 _ENCODER = msgspec.json.Encoder()
@@ -48,7 +50,7 @@ TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)
 _TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
 
 
-class MalformedJSON(ValueError):
+class MalformedJSON(PlanContractsError, ValueError):
     """The text is not one well-formed JSON document.
 
     `pointer` locates the problem when it is inside the value (duplicate

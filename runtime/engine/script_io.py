@@ -45,6 +45,7 @@ from ...generated.tool_plans import (
     UiEvent,
 )
 from ..core.contracts import field_bound
+from ..core.errors import PlanContractsError
 
 __all__ = ["DataFile", "Reply", "ScriptFailure", "fit_text", "run_script"]
 
@@ -65,7 +66,7 @@ _ERROR_MESSAGE_LENGTH = field_bound(ErrorEvent, "error_message", "max_length")
 _SUMMARY_LENGTH = field_bound(DoneEvent, "summary", "max_length")
 
 
-class ScriptFailure(Exception):
+class ScriptFailure(PlanContractsError):
     """Raised by a script's function to end its run with `done` ok false.
 
     The run writes an `error` event with `code`, `message` and `details`, then

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..core.errors import ContractError
+from ..core.errors import ContractError, PlanContractsError
 
 __all__ = ["TooLarge", "inside", "read_regular_file", "reason"]
 
@@ -41,7 +41,7 @@ _KINDS = {
 }
 
 
-class TooLarge(ValueError):
+class TooLarge(PlanContractsError, ValueError):
     """A file larger than it may be."""
 
 

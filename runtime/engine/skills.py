@@ -31,7 +31,7 @@ from msgspec import UnsetType
 
 from ...generated import SKILL_MANIFEST
 from ...generated.tool_plans import RetryPolicy, SkillManifest, SkillScript
-from ..core.errors import ContractError
+from ..core.errors import ContractError, PlanContractsError
 from ..core.validation import decode
 from .input_schemas import InputProblem, check_input, input_validator
 from .skill_files import inside, read_regular_file, reason
@@ -138,7 +138,7 @@ class SkillSet:
         return script
 
 
-class UnusableScript(LookupError):
+class UnusableScript(PlanContractsError, LookupError):
     """A `toolPath` that names no usable script."""
 
     def __init__(self, tool_path: str, reason: str) -> None:

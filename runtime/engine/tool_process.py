@@ -25,12 +25,14 @@ from pathlib import Path
 
 import trio
 
+from ..core.errors import PlanContractsError
+
 __all__ = ["ProcessEnd", "ProtocolViolation", "StreamLimits", "run_process"]
 
 _POLL_SECONDS = 0.02
 
 
-class ProtocolViolation(Exception):
+class ProtocolViolation(PlanContractsError):
     """Output that breaks the tool protocol; raised by the line callback to end the run."""
 
     def __init__(self, code: str, message: str) -> None:

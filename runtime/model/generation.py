@@ -31,6 +31,7 @@ from typing import Any
 
 import trio
 
+from ..core.errors import PlanContractsError
 from .resolution import NotAModel, candidates, check_gguf
 
 __all__ = ["GenerationFailed", "ModelWriter", "generating", "load_first_model", "say_on_stderr"]
@@ -66,7 +67,7 @@ def generating() -> bool:
     return _workers.any()
 
 
-class GenerationFailed(Exception):
+class GenerationFailed(PlanContractsError):
     """The model produced no document the schema accepts; the message says what it wrote."""
 
 

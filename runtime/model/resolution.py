@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import PlanContractsError
+
 __all__ = [
     "DEFAULT_MODEL",
     "PACKAGED_MODEL",
@@ -54,7 +56,7 @@ PACKAGED_MODEL = "gemma3-270m"
 _NAMES = {"phi-3.5": DEFAULT_MODEL}
 
 
-class NotAModel(Exception):
+class NotAModel(PlanContractsError):
     """A candidate that cannot be used; the message says why."""
 
 

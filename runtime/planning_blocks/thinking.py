@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...generated.planning_blocks import PlanningBlock
+from ..core.errors import PlanContractsError
 from ..model.chat import render_chat
 from ..model.generation import ModelWriter, load_first_model, say_on_stderr
 from .mechanics import (
@@ -40,7 +41,7 @@ BLOCK_TOKENS = 1536
 CHECK_TOKENS = 160
 
 
-class NoModel(Exception):
+class NoModel(PlanContractsError):
     """No model could be loaded; planning blocks cannot be written without one."""
 
 
