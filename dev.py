@@ -38,6 +38,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 CONSTRAINTS = ROOT / "constraints.txt"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
+TESTS = ROOT / "tests"
 PYTEST_NO_TESTS = 5
 BENCHMARKS = ("validation", "executor", "planning", "thinking")
 
@@ -153,16 +154,23 @@ def test() -> int:
     run(PYTHON, "-m", "ruff", "check", ".")
     step("ruff format --check")
     run(PYTHON, "-m", "ruff", "format", "--check", ".")
-    step("mypy --strict on runtime/, codegen/, generated/ and the bundled skills")
+    step("mypy --strict on runtime/, codegen/, generated/, the skill scripts and tests/")
     mypy = [PYTHON, "-m", "mypy", "--cache-dir", ROOT / ".mypy_cache"]
     view = type_check_view()
     run(*mypy, "-p", "plancontracts", cwd=view, env={"MYPYPATH": "."})
     # Skill scripts are programs, not modules of the package: each imports its
-    # own folder's helpers, so each folder is on the path.
-    folders = sorted(path.parent for path in (ROOT / "skills").glob("*/skill.json"))
+    # own folder's helpers, so each folder is on the path. The tests' fault
+    # skills are programs of the same kind, run by the executor as processes.
+    manifests = [*(ROOT / "skills").glob("*/skill.json"), *TESTS.glob("fault_skills/*/skill.json")]
+    folders = sorted(path.parent for path in manifests)
     scripts = [script for folder in folders for script in sorted(folder.glob("*.py"))]
     search = os.pathsep.join(map(str, [view, *folders]))
     run(*mypy, "--explicit-package-bases", *scripts, cwd=view, env={"MYPYPATH": search})
+    # The tests import their helpers (commands, schema_strategies...) as
+    # top-level modules, as pytest puts tests/ on the path.
+    search = os.pathsep.join(map(str, [view, TESTS]))
+    tests = sorted(TESTS.glob("*.py"))
+    run(*mypy, "--explicit-package-bases", *tests, cwd=view, env={"MYPYPATH": search})
     step("plancontracts generate --check")
     run(BIN / "plancontracts", "generate", "--check")
     step("pytest")

@@ -168,7 +168,8 @@ if TYPE_CHECKING:
     from .runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 
 
-def __getattr__(name: str) -> Any:
+def _exported(name: str) -> Any:
+    """The public name `name`, imported on first use. Raises AttributeError for any other."""
     try:
         module = _EXPORTS[name]
     except KeyError:
@@ -176,6 +177,12 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # found once; later lookups do not come here
     return value
+
+
+# Only at run time: a type checker that saw a module `__getattr__` would type
+# every other name, a user's typo included, as Any instead of refusing it.
+if not TYPE_CHECKING:
+    __getattr__ = _exported
 
 
 def __dir__() -> list[str]:

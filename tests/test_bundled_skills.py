@@ -21,11 +21,12 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from fields import present
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from plancontracts import contract_schema
+from plancontracts import SKILL_MANIFEST, TOOL_EVENT, contract_schema
 from plancontracts.generated.tool_plans import (
     DoneEvent,
     ErrorEvent,
@@ -42,7 +43,7 @@ SKILLS = ("dice-roller", "door-examiner", "memory", "reputation", "storyteller",
 
 
 def manifest(skill: str) -> SkillManifest:
-    return decode("skill-manifest", (BUNDLED_SKILLS / skill / "skill.json").read_bytes())
+    return decode(SKILL_MANIFEST, (BUNDLED_SKILLS / skill / "skill.json").read_bytes())
 
 
 # Every script the manifests declare, as a plan's toolPath names it.
@@ -82,7 +83,7 @@ class Run:
         self.patches = [event.patch for event in events if isinstance(event, StatePatchEvent)]
         self.errors = [event.error_code for event in events if isinstance(event, ErrorEvent)]
         self.choices = [
-            event.payload["choices"]
+            present(event.payload, "payload")["choices"]
             for event in events
             if isinstance(event, UiEvent) and event.event == "narrative_choice"
         ]
@@ -104,7 +105,7 @@ def run_raw(tool_path: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
 def events_of(done: subprocess.CompletedProcess[bytes]) -> list[ToolEvent]:
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.endswith(b"\n")
-    events: list[ToolEvent] = [decode("tool-event", line) for line in done.stdout.splitlines()]
+    events = [decode(TOOL_EVENT, line) for line in done.stdout.splitlines()]
     assert [isinstance(event, DoneEvent) for event in events].count(True) == 1
     assert isinstance(events[-1], DoneEvent)
     return events

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from schema_strategies import valid_documents
 
 from plancontracts import contract_names, violations
 from plancontracts.runtime.core.profiles import WHITESPACE, Bounds, contract_profile
 from plancontracts.runtime.core.rules import rules_of
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
 from plancontracts.runtime.tool_plans.profiles import plan_profile
-from tests.schema_strategies import valid_documents
 
 SKILLS = sorted(bundled_skills().skills)
 

@@ -211,15 +211,15 @@ def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
         result = json.loads(done.stdout)
     finally:
         sys.setrecursionlimit(limit)
-    passed = set()
+    succeeded: set[str] = set()
     for trace in result["toolResults"]:
         if trace["state"] == "success":
-            passed.add(trace["toolId"].replace("-", ""))
+            succeeded.add(trace["toolId"].replace("-", ""))
         else:
             assert trace["error"]["message"].startswith("output line 1: arrays and objects nest")
-    assert done.returncode == (0 if len(passed) == len(edges) else 1)
-    assert set(result["aggregatedState"]) == passed
-    assert {f"{kind}{deepest[kind] - 2}" for kind in deepest} <= passed
+    assert done.returncode == (0 if len(succeeded) == len(edges) else 1)
+    assert set(result["aggregatedState"]) == succeeded
+    assert {f"{kind}{deepest[kind] - 2}" for kind in deepest} <= succeeded
 
 
 def test_the_event_budget_bounds_the_trace_and_says_what_it_dropped(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import trio
+from fields import error_of
 from local_servers import http_server, silent_server
 
 from plancontracts.generated.tool_plans import Plan, ToolInvocation
@@ -174,7 +175,7 @@ def deepest_parsed() -> int:
 
 @pytest.mark.parametrize("depth", [400, 700, deepest_parsed()])
 def test_an_input_too_deep_for_its_recursive_schema_is_rejected(tmp_path: Path, depth: int) -> None:
-    schema = {"properties": {"a": {"$ref": "#/$defs/list"}}}
+    schema: dict[str, Any] = {"properties": {"a": {"$ref": "#/$defs/list"}}}
     schema["$defs"] = {"list": {"items": {"$ref": "#/$defs/list"}}}
     skill(tmp_path / "skills", {"run.py": "in.json"}, **{"in.json": schema})
     done = execute(tmp_path, tmp_path / "skills", "run.py", deep_input(depth), "--timeout", "3")
@@ -222,7 +223,7 @@ def test_a_pattern_that_backtracks_is_stopped_at_the_plan_deadline(
 
 
 def test_check_plan_rejects_what_execute_rejects_without_an_event_loop(tmp_path: Path) -> None:
-    schema = {"properties": {"a": {"$ref": "#/$defs/list"}}}
+    schema: dict[str, Any] = {"properties": {"a": {"$ref": "#/$defs/list"}}}
     schema["$defs"] = {"list": {"items": {"$ref": "#/$defs/list"}}}
     folder = skill(tmp_path, {"deep.py": "deep.json", "broken.py": "none.json"})
     (folder / "deep.json").write_text(json.dumps(schema))
@@ -256,6 +257,6 @@ def test_a_pattern_check_stops_at_the_deadline_of_execute_plan(tmp_path: Path) -
     result = trio.run(
         partial(execute_plan, plan, skills=discover_skills([tmp_path]), limits=limits)
     )
-    assert result.error is not None
-    assert (result.error.category, result.error.code) == ("invalid_plan", "input_check_timeout")
+    error = error_of(result)
+    assert (error.category, error.code) == ("invalid_plan", "input_check_timeout")
     assert result.tool_results == []

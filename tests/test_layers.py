@@ -132,6 +132,8 @@ def test_the_public_names_are_listed_once_and_each_imports() -> None:
         assert getattr(plancontracts, name) is getattr(
             importlib.import_module(f"plancontracts.{module}"), name
         )
+    # An unknown name on purpose: refused at run time, and by mypy too, whose check
+    # of tests/ reports this ignore as unused should the names turn Any for it.
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         _ = plancontracts.nosuch  # type: ignore[attr-defined]
 

@@ -20,7 +20,7 @@ from plancontracts.runtime.cli.extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
-PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+PIP: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
 
 

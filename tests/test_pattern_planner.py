@@ -6,6 +6,7 @@ import json
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -22,7 +23,10 @@ from plancontracts.skills import BUNDLED_SKILLS
 SKILLS = sorted(bundled_skills().skills)
 
 
-def calls(text: str, disabled: tuple[str, ...] = ()) -> list[tuple[str, dict[str, object]]]:
+def calls(
+    text: str, disabled: tuple[str, ...] = ()
+) -> list[tuple[str, dict[str, Any] | msgspec.UnsetType]]:
+    """Each call of the plan for `text`, as its skill and its input."""
     plan = pattern_plan(text, disabled=disabled)
     return [(tool.tool_path.split("/")[1], tool.input) for tool in plan.tools]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from commands import plancontracts
+from fields import present
 from hypothesis import given
 from schema_strategies import JSON_VALUES
 
@@ -23,6 +24,7 @@ from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
 from plancontracts.runtime.core.jsontext import parse
 from plancontracts.runtime.planning_blocks.blocks import ABSENT, Repair, normalize_block
+from plancontracts.runtime.planning_blocks.mechanics import Mode
 from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, THINK_MODE, rules_in
 
 
@@ -76,19 +78,15 @@ def think_block() -> dict[str, Any]:
     }
 
 
-def messages(value: Any, mode: str = "story") -> list[tuple[str, str]]:
-    return [(v.pointer, v.message) for v in violations(PLANNING_BLOCK, value, rules=rules_in(mode))]  # type: ignore[arg-type]
+def messages(value: Any, mode: Mode = "story") -> list[tuple[str, str]]:
+    return [(v.pointer, v.message) for v in violations(PLANNING_BLOCK, value, rules=rules_in(mode))]
 
 
 def test_the_example_blocks_are_valid_in_their_modes() -> None:
     assert violations(PLANNING_BLOCK, story_block()) == ()
     assert violations(PLANNING_BLOCK, think_block(), rules=THINK_MODE) == ()
-    assert (
-        decode(
-            PLANNING_BLOCK, json.dumps(think_block()), rules=THINK_MODE
-        ).plan_quality.quality_tier
-        == "Sharp"
-    )  # type: ignore[union-attr]
+    block = decode(PLANNING_BLOCK, json.dumps(think_block()), rules=THINK_MODE)
+    assert present(block.plan_quality, "plan_quality").quality_tier == "Sharp"
 
 
 # The rules, one message each ------------------------------------------------------------
@@ -329,6 +327,7 @@ def test_meta_choices_alone_need_no_parallel_option() -> None:
 
 
 def test_an_unknown_mode_is_refused() -> None:
+    # Not a Mode, on purpose: a caller mypy did not check gets this error.
     with pytest.raises(ValueError, match=r"mode is 'story' or 'think', not 'dream'"):
         rules_in("dream")  # type: ignore[arg-type]
 

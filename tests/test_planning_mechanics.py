@@ -38,6 +38,7 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     SUCCESS_TIERS,
     EarlyBreak,
     GameClock,
+    Mode,
     Reattempt,
     advance,
     check_outcome,
@@ -567,7 +568,7 @@ def a_block(
 ) -> PlanningBlock:
     """A planning block decoded from JSON: a Think-mode block when `roll` is given."""
     value: dict[str, Any] = {"choices": choices}
-    mode = "story"
+    mode: Mode = "story"
     if roll is not None:
         roll_result, dc = roll
         margin = roll_result - dc
@@ -763,6 +764,7 @@ def test_any_early_break_lifts_a_freeze(early_break: EarlyBreak) -> None:
 
 
 def test_an_unknown_early_break_is_refused() -> None:
+    # Not an EarlyBreak, on purpose: a caller mypy did not check gets this error.
     with pytest.raises(ValueError, match="not an early break"):
         reattempt(AMBUSH, "warehouse_ambush", now=11 * HOUR, breaks=["patience"])  # type: ignore[list-item]
 
@@ -999,6 +1001,7 @@ def test_story_mode_needs_a_positive_elapsed_time(elapsed: int | None) -> None:
 
 
 def test_an_unknown_mode_is_refused() -> None:
+    # Not a Mode, on purpose: a caller mypy did not check gets this error.
     with pytest.raises(ValueError, match="not a mode"):
         advance(GameClock(), "dream")  # type: ignore[arg-type]
 
@@ -1019,15 +1022,15 @@ def test_game_time_cannot_pass_the_contracts_last_moment() -> None:
     elapsed=st.integers(1, 2**54),
 )
 def test_a_turn_advances_the_clock_exactly_or_refuses_to_pass_the_bound(
-    time: int, turn: int, mode: str, elapsed: int
+    time: int, turn: int, mode: Mode, elapsed: int
 ) -> None:
     clock = GameClock(time, turn)
     step = 1 if mode == "think" else elapsed
     if time + step > LAST:
         with pytest.raises(ValueError, match="2\\*\\*53 - 1"):
-            advance(clock, mode, elapsed=None if mode == "think" else elapsed)  # type: ignore[arg-type]
+            advance(clock, mode, elapsed=None if mode == "think" else elapsed)
         return
-    after = advance(clock, mode, elapsed=None if mode == "think" else elapsed)  # type: ignore[arg-type]
+    after = advance(clock, mode, elapsed=None if mode == "think" else elapsed)
     assert after.time == time + step
     assert after.turn == (turn if mode == "think" else turn + 1)
 
@@ -1081,6 +1084,7 @@ def test_a_think_turn_never_unfreezes_a_plan_with_more_than_a_microsecond_left(
 
 
 def test_odd_inputs_are_refused_or_kept_apart() -> None:
+    # Not an EarlyBreak, on purpose: a caller mypy did not check gets this error.
     with pytest.raises(ValueError, match="not an early break"):
         reattempt({}, "warehouse_ambush", now=0, breaks=["bogus"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="a DC is 1 to 40"):

@@ -7,6 +7,7 @@ import math
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,11 @@ def make_socket(path: Path) -> None:
     listener.close()  # the socket file stays
 
 
-SPECIAL_FILES = {"a FIFO": make_fifo, "a socket": make_socket, "a folder": Path.mkdir}
+SPECIAL_FILES: dict[str, Callable[[Path], object]] = {
+    "a FIFO": make_fifo,
+    "a socket": make_socket,
+    "a folder": Path.mkdir,
+}
 
 
 @pytest.mark.parametrize(

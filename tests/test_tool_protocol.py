@@ -24,9 +24,11 @@ import msgspec
 import pytest
 import trio
 from commands import _WITHOUT_A_MODEL
+from fields import error_of, present
 
 from plancontracts.generated.tool_plans import (
     AssetEvent,
+    DoneEvent,
     ExecutionResult,
     Plan,
     RetryPolicy,
@@ -113,7 +115,8 @@ def test_each_fault_has_its_outcome_and_leaves_nothing(tmp_path: Path, script: s
     state, category, code, kept = FAULT_CORPUS[script]
     result = run(tmp_path, tool("t", script, timeout_ms=1000))
     (trace,) = result.tool_results
-    assert (trace.state, trace.error.category, trace.error.code) == (state, category, code)
+    error = error_of(trace)
+    assert (trace.state, error.category, error.code) == (state, category, code)
     assert len(trace.events) == kept
     assert not result.success
     assert result.failed_tools == ["t"]
@@ -139,8 +142,9 @@ def test_notices_past_the_plan_s_budget_are_counted_not_kept(tmp_path: Path) -> 
     kinds = [type(event).__name__ for event in trace.events]
     # The first ten notices are kept; then none, in either attempt. Both done events are kept.
     assert kinds == ["UiEvent"] * 10 + ["DoneEvent", "DoneEvent"]
-    assert (trace.dropped_events.count, trace.dropped_events.bytes) == (90, 90_000)
-    assert (trace.error.code, trace.retry_count) == ("failed", 1)
+    dropped = present(trace.dropped_events, "droppedEvents")
+    assert (dropped.count, dropped.bytes) == (90, 90_000)
+    assert (error_of(trace).code, trace.retry_count) == ("failed", 1)
     assert len(seen) == 100  # dropped from the trace, still delivered
 
 
@@ -151,7 +155,7 @@ def test_messages_name_the_line_and_the_problem(tmp_path: Path) -> None:
         tool("b", "bad_version", async_=True),
         tool("c", "garbage", async_=True),
     )
-    messages = [trace.error.message for trace in result.tool_results]
+    messages = [error_of(trace).message for trace in result.tool_results]
     assert messages[0].startswith('output line 2: /type: unknown type "teleport"')
     assert messages[1] == 'output line 1: /version: must be "0", got "1"'
     assert messages[2].startswith("output line 2: malformed JSON")
@@ -160,16 +164,18 @@ def test_messages_name_the_line_and_the_problem(tmp_path: Path) -> None:
 def test_a_crash_reports_its_signal_and_standard_error(tmp_path: Path) -> None:
     result = run(tmp_path, tool("a", "crash", async_=True), tool("b", "exit_status", async_=True))
     crash, status = result.tool_results
-    assert crash.error.message == "the script was killed by signal SIGSEGV"
-    assert status.error.message == "the script exited with status 3"
-    assert "something went wrong after done" in status.error.details["stderr"]
+    assert error_of(crash).message == "the script was killed by signal SIGSEGV"
+    error = error_of(status)
+    assert error.message == "the script exited with status 3"
+    assert "something went wrong after done" in present(error.details, "details")["stderr"]
 
 
 def test_standard_error_keeps_its_end_where_the_reason_is(tmp_path: Path) -> None:
     result = run(tmp_path, tool("t", "long_traceback"))
     (trace,) = result.tool_results
-    assert (trace.error.category, trace.error.code) == ("process_error", "exit_status")
-    stderr = trace.error.details["stderr"]
+    error = error_of(trace)
+    assert (error.category, error.code) == ("process_error", "exit_status")
+    stderr = present(error.details, "details")["stderr"]
     assert stderr.endswith("ValueError: the reason is on the last line\n")
     dropped = int(stderr.split()[0].lstrip("["))
     assert stderr.startswith(f"[{dropped} earlier bytes dropped]\n")
@@ -212,7 +218,9 @@ def test_events_are_kept_across_retries_and_counted(tmp_path: Path) -> None:
     )
     (trace,) = result.tool_results
     assert (trace.state, trace.retry_count) == ("success", 2)
-    assert [event.summary for event in trace.events] == ["attempt 1", "attempt 2", "attempt 3"]
+    dones = [event for event in trace.events if isinstance(event, DoneEvent)]
+    assert dones == trace.events  # one done per attempt, nothing else
+    assert [done.summary for done in dones] == ["attempt 1", "attempt 2", "attempt 3"]
     assert trace.output == {"summary": "attempt 3"}
     assert result.success
     assert result.failed_tools == []
@@ -237,7 +245,8 @@ def test_the_plan_deadline_stops_running_tools_and_skips_the_rest(tmp_path: Path
         limits=limits,
     )
     slow, after = result.tool_results
-    assert (slow.state, slow.error.category, slow.error.code) == (
+    error = error_of(slow)
+    assert (slow.state, error.category, error.code) == (
         "timeout",
         "timeout",
         "plan_deadline",
@@ -313,7 +322,7 @@ def test_an_asset_swapped_before_its_script_exits_is_refused(tmp_path: Path) -> 
     # Registered first (the script waits a second), then swapped: asset_swapped.
     # Should the executor read the event only after the swap, the link is
     # refused at registration instead; either way nothing points outside.
-    assert trace.error.code in ("asset_swapped", "asset_outside_folder")
+    assert error_of(trace).code in ("asset_swapped", "asset_outside_folder")
     assert result.aggregated_assets == []
     assert "/etc/passwd" not in msgspec.json.encode(result).decode()
 
@@ -331,12 +340,9 @@ def test_an_asset_swapped_by_a_later_tool_fails_the_tool_that_registered_it(
     )
     draw, swap = result.tool_results
     assert swap.state == "success"
-    assert (draw.state, draw.error.category, draw.error.code) == (
-        "failed",
-        "invalid_json",
-        "asset_swapped",
-    )
-    assert draw.error.message == (
+    error = error_of(draw)
+    assert (draw.state, error.category, error.code) == ("failed", "invalid_json", "asset_swapped")
+    assert error.message == (
         f"asset 'map': {tmp_path.resolve() / 'faults' / 'maps' / 'map.txt'} was replaced "
         "after it was registered (by another file, or a link on its path), so it is not reported"
     )
@@ -371,7 +377,7 @@ def test_an_asset_swapped_by_its_function_is_refused(tmp_path: Path) -> None:
         )
     )
     (trace,) = result.tool_results
-    assert (trace.state, trace.error.code) == ("failed", "asset_swapped")
+    assert (trace.state, error_of(trace).code) == ("failed", "asset_swapped")
     assert result.aggregated_assets == []
 
 
@@ -406,7 +412,7 @@ STOPS = {
 
 
 def stop_once_started(
-    cli: subprocess.Popen[bytes], signum: int, started: Callable[[], object]
+    cli: subprocess.Popen[bytes], signum: signal.Signals, started: Callable[[], object]
 ) -> bytes:
     """Send `signum` once `started()` is true; the command's standard error once it ended."""
     deadline = time.monotonic() + PATIENCE
@@ -416,7 +422,7 @@ def stop_once_started(
     return stop(cli, signum)
 
 
-def stop(cli: subprocess.Popen[bytes], signum: int) -> bytes:
+def stop(cli: subprocess.Popen[bytes], signum: signal.Signals) -> bytes:
     """Send `signum` now; the rest of the command's standard error once it ended (or was killed)."""
     cli.send_signal(signum)
     try:
@@ -428,14 +434,16 @@ def stop(cli: subprocess.Popen[bytes], signum: int) -> bytes:
     return err
 
 
-def assert_stopped_cleanly(cli: subprocess.Popen[bytes], signum: int, err: bytes) -> None:
+def assert_stopped_cleanly(
+    cli: subprocess.Popen[bytes], signum: signal.Signals, err: bytes
+) -> None:
     assert cli.returncode == 128 + signum, err
     assert err.endswith(STOPS[signum])
     assert b"Traceback" not in err
 
 
 @pytest.mark.parametrize("signum", list(STOPS))
-def test_a_stop_signal_to_execute_leaves_no_process(tmp_path: Path, signum: int) -> None:
+def test_a_stop_signal_to_execute_leaves_no_process(tmp_path: Path, signum: signal.Signals) -> None:
     plan = tmp_path / "plan.json"
     plan.write_bytes(
         msgspec.json.encode(
@@ -470,7 +478,9 @@ def hanging_torch(folder: Path) -> Path:
     ("signum", "turn"),
     [(signum, "plan --execute") for signum in STOPS] + [(signal.SIGTERM, "play")],
 )
-def test_a_stop_signal_to_a_turn_leaves_no_process(tmp_path: Path, signum: int, turn: str) -> None:
+def test_a_stop_signal_to_a_turn_leaves_no_process(
+    tmp_path: Path, signum: signal.Signals, turn: str
+) -> None:
     # Planned by the patterns (the packaged model hidden): the torch lighter runs.
     skills, data = hanging_torch(tmp_path / "skills"), tmp_path / "data"
     arguments = ["--skills", str(skills), "--data", str(data)]
@@ -494,7 +504,9 @@ def test_a_stop_signal_to_a_turn_leaves_no_process(tmp_path: Path, signum: int, 
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(signum: int) -> None:
+def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(
+    signum: signal.Signals,
+) -> None:
     inputs = ["I light the torch", "I examine the iron door", "I roll 2d6", "I look around"]
     cli = subprocess.Popen(
         [sys.executable, "-m", "plancontracts", "plan", "--model", "gemma3-270m", *inputs],
