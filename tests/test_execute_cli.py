@@ -250,3 +250,18 @@ def test_the_event_budget_bounds_the_trace_and_says_what_it_dropped(tmp_path: Pa
     (trace,) = json.loads(done.stdout)["toolResults"]
     assert trace["droppedEvents"] == {"count": dropped, "bytes": dropped * 100_000}
     assert len(trace["events"]) == kept + 2
+
+
+def test_json_output_stays_proportional_to_the_result_however_deep(tmp_path: Path) -> None:
+    # Indented, a state nesting 900 deep would print some 800 KB per patch.
+    done = execute(
+        tmp_path, deep_plan([deep_tool("array", 900)]), "--skills", str(FAULTS), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1
+    assert len(done.stdout) < 10_000
+    assert json.loads(done.stdout)["success"] is True
+    shallow = execute(
+        tmp_path, deep_plan([deep_tool("array", 3)]), "--skills", str(FAULTS), "--json"
+    )
+    assert shallow.stdout.startswith('{\n  "planId": ')  # indented for people

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from contextlib import suppress
 from typing import Protocol, TextIO
+
+import msgspec
 
 from ..core.errors import PlanContractsError, printable
 
@@ -17,6 +20,7 @@ __all__ = [
     "StreamError",
     "UsageError",
     "complain",
+    "json_for_people",
     "json_name",
     "label",
     "reason",
@@ -61,6 +65,30 @@ class StandardOutput:
             self.stream.flush()
         except OSError as error:
             raise StreamError(f"cannot write to standard output: {reason(error)}") from error
+
+
+PRETTY_DEPTH = 16
+"Output nesting deeper than this is written on one line: indentation would grow as depth x lines."
+_NESTING = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
+
+
+def json_for_people(encoded: bytes) -> str:
+    """JSON text to print: indented by two spaces, or on one line when it nests deeply.
+
+    Indented text grows with the depth of every line: a value nesting 900
+    levels deep, repeated, would print gigabytes. Past `PRETTY_DEPTH` levels
+    the text is printed as it is, so output stays proportional to the value.
+    """
+    depth = 0
+    for token in _NESTING.finditer(encoded):
+        mark = token.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+            if depth > PRETTY_DEPTH:
+                return encoded.decode()
+        elif mark in (b"]", b"}"):
+            depth -= 1
+    return msgspec.json.format(encoded, indent=2).decode()
 
 
 def standard_input() -> TextIO:

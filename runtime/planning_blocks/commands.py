@@ -9,7 +9,17 @@ from typing import Any
 
 import msgspec
 
-from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, json_name, label, say, to_stderr
+from ..cli.base import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Output,
+    UsageError,
+    json_for_people,
+    json_name,
+    label,
+    say,
+    to_stderr,
+)
 from ..cli.extras import require_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, texts, unreadable
 from ..cli.options import RulesOption, add_json, add_max_bytes, add_model_options, bounded_int
@@ -169,5 +179,5 @@ def _normalize(args: argparse.Namespace, out: Output) -> int:
             to_stderr(f"  {label(str(violation))}\n")
         return EXIT_INVALID
     assert result is not None
-    out.write(json.dumps(result.block, indent=2, ensure_ascii=False) + "\n")
+    out.write(json_for_people(msgspec.json.encode(result.block)) + "\n")
     return EXIT_OK

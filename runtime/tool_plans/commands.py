@@ -16,6 +16,7 @@ from ..cli.base import (
     EXIT_USAGE,
     Output,
     UsageError,
+    json_for_people,
     label,
     say,
     standard_input,
@@ -112,7 +113,7 @@ def _execute(args: argparse.Namespace, out: Output) -> int:
         )
     )
     if args.json:
-        out.write(msgspec.json.format(msgspec.json.encode(result)).decode() + "\n")
+        out.write(json_for_people(msgspec.json.encode(result)) + "\n")
     else:
         out.write(render_trace(result))
     if result.error:
