@@ -13,7 +13,12 @@ tree:
   (such as `null`), and no `UnsetType` on a field that has one;
 - descriptions as docstrings only, so that a type reads as one short line;
 - snake_case Python names for every JSON name, including names such as
-  `$comment` that the generator can only prefix with `field_`.
+  `$comment` that the generator can only prefix with `field_`;
+- immutable structs where the schema asks for them: an object schema marked
+  `"x-frozen": true` becomes a `frozen=True` struct whose arrays are tuples
+  (`tuple[X, ...]`, an empty default `()`), so a value of that type can be
+  shared as it is, never copied for safety. Such a struct may hold only
+  other frozen structs and no maps, or the generator refuses the schema.
 
 It also works out which schema keywords the models cannot express (such as
 `minProperties` on an object with named properties); validation runs the
@@ -112,7 +117,11 @@ def generate_module(bundle: JSONSchema, family: str, header: str) -> str:
     tree.body = [statement for statement in tree.body if not _is_placeholder_root(statement)]
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
-            _shape_struct(statement, _schema_of(statement.name, metadata, bundle))
+            schema = _schema_of(statement.name, metadata, bundle)
+            _shape_struct(statement, schema)
+            if _is_frozen(statement.name, schema):
+                _freeze(statement)
+    _check_frozen(tree)
     tree = _DescriptionsAsDocstringsOnly().visit(tree)
     return tidy(header + ast.unparse(tree) + "\n")
 
@@ -202,6 +211,88 @@ def _shape_struct(cls: ast.ClassDef, schema: JSONSchema) -> None:
         if "default" in properties[json_name]:
             _set_default(statement, properties[json_name]["default"], f"{cls.name}.{json_name}")
             statement.annotation = _without_unset(statement.annotation)
+
+
+def _is_frozen(class_name: str, schema: JSONSchema) -> bool:
+    frozen = schema.get("x-frozen", False)
+    if not isinstance(frozen, bool):
+        raise SchemaTreeError(f"{class_name}: `x-frozen` must be true or false, not {frozen!r}")
+    return frozen
+
+
+def _freeze(cls: ast.ClassDef) -> None:
+    """Make `cls` a frozen struct whose arrays are tuples, and whose empty array default is `()`."""
+    cls.keywords.append(ast.keyword(arg="frozen", value=ast.Constant(True)))
+    for statement in cls.body:
+        if not isinstance(statement, ast.AnnAssign):
+            continue
+        statement.annotation = _ListsAsTuples().visit(statement.annotation)
+        call = statement.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "field"
+        ):
+            for kw in call.keywords:
+                if kw.arg == "default_factory" and isinstance(kw.value, ast.Name):
+                    if kw.value.id != "list":
+                        raise SchemaTreeError(f"{cls.name}: a frozen object has no map defaults")
+                    kw.arg, kw.value = "default", ast.Tuple(elts=[], ctx=ast.Load())
+            if len(call.keywords) == 1 and call.keywords[0].arg == "default":
+                statement.value = call.keywords[0].value  # `field(default=())` reads as `= ()`
+
+
+class _ListsAsTuples(ast.NodeTransformer):
+    """`list[X]` becomes `tuple[X, ...]`: an array of any length, immutable."""
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id == "list":
+            items = ast.Tuple(elts=[node.slice, ast.Constant(...)], ctx=ast.Load())
+            return ast.Subscript(value=ast.Name("tuple", ast.Load()), slice=items, ctx=ast.Load())
+        return node
+
+
+_MUTABLE = frozenset({"list", "dict", "set"})
+
+
+def _check_frozen(tree: ast.Module) -> None:
+    """Refuse a frozen struct that could hold a mutable value: a map, or a struct not frozen.
+
+    Its field types are followed through the module's type aliases.
+    """
+    classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+    aliases = {
+        s.target.id: s.value
+        for s in tree.body
+        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.value is not None
+    }
+    frozen = {name for name, cls in classes.items() if _keyword(cls, "frozen")}
+    for name in sorted(frozen):
+        pending = [s.annotation for s in classes[name].body if isinstance(s, ast.AnnAssign)]
+        seen: set[str] = set()
+        while pending:
+            for node in ast.walk(pending.pop()):
+                if not isinstance(node, ast.Name) or node.id in seen:
+                    continue
+                seen.add(node.id)
+                if node.id in _MUTABLE:
+                    raise SchemaTreeError(
+                        f"{name}: a frozen object cannot hold a mutable {node.id}"
+                    )
+                if node.id in classes and node.id not in frozen:
+                    raise SchemaTreeError(
+                        f'{name}: a frozen object holds {node.id}, which is not: mark it "x-frozen"'
+                    )
+                if node.id in aliases:
+                    pending.append(aliases[node.id])
+
+
+def _keyword(cls: ast.ClassDef, name: str) -> bool:
+    return any(
+        kw.arg == name and isinstance(kw.value, ast.Constant) and kw.value.value is True
+        for kw in cls.keywords
+    )
 
 
 def _json_name(statement: ast.AnnAssign) -> str:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 
-class SessionClearPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionClearPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_clear_plan` tool, which take no values: abandon the current plan, keeping its objective and discarding its steps. Clearing an already abandoned plan is an error. The tool returns these parameters as its result."""
 
 
-class SessionReadPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionReadPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_read_plan` tool, which take no values: return the current session plan. Fails when there is no plan."""
 
 
@@ -34,7 +34,7 @@ Title: TypeAlias = Annotated[
 "A step title: one line of printable ASCII, 1 to 160 characters, no leading or trailing spaces."
 
 
-class NewPlanStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class NewPlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """A step to add; its id is assigned when it is added."""
 
     title: Title
@@ -43,7 +43,7 @@ class NewPlanStep(Struct, forbid_unknown_fields=True, kw_only=True):
     "More about the step, or null."
 
 
-class PlanStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """One step of the plan."""
 
     step_id: StepId
@@ -54,18 +54,18 @@ class PlanStep(Struct, forbid_unknown_fields=True, kw_only=True):
     "More about the step, or null when there is nothing to add."
     status: StepStatus
     "Where the step stands."
-    notes: Annotated[list[Details], Meta(max_length=100)]
+    notes: Annotated[tuple[Details, ...], Meta(max_length=100)]
     "Observations recorded when the step was marked, oldest first."
 
 
-class SessionAddStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionAddStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_add_step` tool: append steps to the active plan. New ids continue after the highest existing one. Fails when there is no plan or the plan is not active. The tool returns these parameters as its result."""
 
-    steps: Annotated[list[NewPlanStep], Meta(max_length=999, min_length=1)]
+    steps: Annotated[tuple[NewPlanStep, ...], Meta(max_length=999, min_length=1)]
     "The steps to append, in order; at least one."
 
 
-class SessionMarkStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionMarkStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_mark_step` tool: set a step's status, optionally recording a note. Refused only when the plan was abandoned. The plan completes when every step is done, and becomes active again when a step is marked back. The tool returns these parameters as its result."""
 
     step_id: StepId
@@ -76,27 +76,27 @@ class SessionMarkStep(Struct, forbid_unknown_fields=True, kw_only=True):
     "An observation to append to the step's notes."
 
 
-class SessionPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """The single to-do plan an agent keeps for the current session: an objective and a few ordered steps with their status. Only the planning tools change it. Decisions: all text is printable ASCII with no leading or trailing spaces (details and notes may span lines); step ids run S001 to S999; a completed plan is one whose steps are all `done`."""
 
     objective: Objective
     "What the plan is for, in one line of at most 240 ASCII characters."
     status: Literal["active", "completed", "abandoned"]
     "`active` while work remains, `completed` when every step is done, `abandoned` after the plan was cleared."
-    steps: Annotated[list[PlanStep], Meta(max_length=999)]
+    steps: Annotated[tuple[PlanStep, ...], Meta(max_length=999)]
     "The steps in order. Empty after the plan was cleared."
 
 
-class SessionSetupPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionSetupPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_setup_plan` tool: create the session plan, replacing any existing one. Its steps are numbered from S001 and the plan becomes active. The tool returns these parameters as its result."""
 
     objective: Objective
     "What the plan is for, in one line of at most 240 ASCII characters."
-    initial_steps: Annotated[list[NewPlanStep], Meta(max_length=999)] = field(default_factory=list)
+    initial_steps: Annotated[tuple[NewPlanStep, ...], Meta(max_length=999)] = ()
     "The first steps, in order. May be empty and filled later with `planning_add_step`."
 
 
-class SessionUpdateStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionUpdateStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_update_step` tool: change the title or details of a step of the active plan. Give at least one of `title` and `details`. Decision: omit a field to leave it unchanged; null is not accepted, so an update can never be empty. The tool returns these parameters as its result."""
 
     step_id: StepId

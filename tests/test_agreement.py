@@ -116,7 +116,7 @@ def holds(output: Any, given_value: Any) -> bool:
         )
     if isinstance(given_value, list):
         return (
-            isinstance(output, list)
+            isinstance(output, list | tuple)  # frozen structs hold arrays as tuples
             and len(output) == len(given_value)
             and all(holds(o, g) for o, g in zip(output, given_value, strict=True))
         )

@@ -8,7 +8,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -164,6 +166,75 @@ def test_schema_defaults_become_struct_defaults() -> None:
     assert (tool.required, tool.async_, tool.dependencies) == (True, False, [])
     assert tool_plans.PlanMetadata().parent_plan_id is None  # a null default the generator drops
     assert story_packages.Encounter.__struct_defaults__  # priority and repeatable
+
+
+def test_objects_marked_frozen_are_immutable_structs_whose_arrays_are_tuples() -> None:
+    structs = [
+        cls
+        for cls in vars(session_plans).values()
+        if inspect.isclass(cls)
+        and issubclass(cls, msgspec.Struct)
+        and cls.__module__ == session_plans.__name__
+    ]
+    assert len(structs) == 9  # the seven contracts, a step and a new step: all marked
+    assert all(cls.__struct_config__.frozen for cls in structs)
+    assert not tool_plans.Plan.__struct_config__.frozen  # unmarked objects stay as they were
+    assert session_plans.SessionSetupPlan(objective="Ship").initial_steps == ()
+    example = generated.SESSION_PLAN.type
+    plan = msgspec.json.decode(
+        b'{"objective": "Ship", "status": "active", "steps": [{"step_id": "S001", '
+        b'"title": "Build", "details": null, "status": "done", "notes": ["Built"]}]}',
+        type=example,
+    )
+    assert isinstance(plan.steps, tuple)
+    assert isinstance(plan.steps[0].notes, tuple)
+    with pytest.raises(AttributeError):
+        plan.status = "completed"  # type: ignore[misc]  # a frozen field, assigned on purpose
+    assert hash(plan) == hash(msgspec.json.decode(msgspec.json.encode(plan), type=example))
+    with pytest.raises(msgspec.ValidationError, match="length <= 100"):
+        msgspec.convert({"step_id": "S001", "title": "t", "details": None, "status": "done",
+                         "notes": ["n"] * 101}, session_plans.PlanStep)  # fmt: skip
+
+
+def _edit_schema(project: Path, relative: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    path = project / "schemas" / relative
+    schema = json.loads(path.read_text())
+    edit(schema)
+    path.write_text(json.dumps(schema))
+
+
+def test_a_frozen_object_holding_one_that_is_not_frozen_is_refused(project: Path) -> None:
+    _edit_schema(
+        project,
+        "session-plans/session-plan.json",
+        lambda schema: schema["$defs"]["PlanStep"].pop("x-frozen"),
+    )
+    message = 'SessionPlan: a frozen object holds PlanStep, which is not: mark it "x-frozen"'
+    with pytest.raises(SchemaTreeError, match=re.escape(message)):
+        generate.render(project / "schemas")
+
+
+def test_a_frozen_object_holding_a_map_is_refused(project: Path) -> None:
+    def add_map(schema: dict[str, Any]) -> None:
+        schema["properties"]["tags"] = {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+        }
+
+    _edit_schema(project, "session-plans/session-plan.json", add_map)
+    with pytest.raises(
+        SchemaTreeError, match="SessionPlan: a frozen object cannot hold a mutable dict"
+    ):
+        generate.render(project / "schemas")
+
+
+def test_x_frozen_is_true_or_false(project: Path) -> None:
+    def mark(schema: dict[str, Any]) -> None:
+        schema["x-frozen"] = "yes"
+
+    _edit_schema(project, "session-plans/session-read-plan.json", mark)
+    with pytest.raises(SchemaTreeError, match="SessionReadPlan: `x-frozen` must be true or false"):
+        generate.render(project / "schemas")
 
 
 def test_the_index_lists_every_contract_and_its_schema_only_rules() -> None:
