@@ -144,7 +144,7 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "session-plan": (),
     "session-read-plan": (),
     "session-setup-plan": (),
-    "session-update-step": ("/minProperties",),
+    "session-update-step": (),
     "skill-manifest": (),
     "story-act-outline": (),
     "story-character": (),

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..core.errors import UnknownContractError
 from ..planning_blocks import commands as planning_block_commands
+from ..session_plans import commands as session_plan_commands
 from ..tool_plans import commands as tool_plan_commands
 from . import commands
 from .base import EXIT_INVALID, EXIT_USAGE, StandardOutput, StreamError, UsageError, complain
@@ -18,7 +19,7 @@ from .signals import Stopped, stop_signals, stopped
 __all__ = ["main"]
 
 # Each family registers its own commands (and options of `validate`).
-_FAMILIES = (tool_plan_commands, planning_block_commands)
+_FAMILIES = (tool_plan_commands, planning_block_commands, session_plan_commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

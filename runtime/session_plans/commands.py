@@ -1,0 +1,126 @@
+"""`plancontracts session`: the session-plan commands, a group of subcommands.
+
+`session run CALLS` applies NDJSON tool calls to one session, in order, and
+prints one NDJSON line per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import msgspec
+
+from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason
+from ..cli.inputs import lines_of, opened, unreadable
+from ..cli.options import RulesOption, add_max_bytes
+from ..core.errors import Violation, shown
+from ..core.jsontext import MalformedJSON, parse
+from .session import CallResult, Session
+from .tools import TOOLS, ToolValidationError
+
+__all__ = ["RULES_OPTIONS", "register"]
+
+RULES_OPTIONS: tuple[RulesOption, ...] = ()
+"Session plans are judged by their schemas and their one set of rules: no option chooses others."
+
+Subcommands: TypeAlias = "Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]"
+"A function that adds subcommands to the `session` group."
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `session` group and every subcommand of `_SUBCOMMANDS` to it."""
+    session = commands.add_parser(
+        "session", help="keep a session plan through the six planning tools"
+    )
+    group = session.add_subparsers(required=True, metavar="SUBCOMMAND")
+    for add in _SUBCOMMANDS:
+        add(group)
+
+
+def _add_run(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = group.add_parser(
+        "run",
+        help="apply NDJSON tool calls to one session, printing each call's outcome as NDJSON",
+    )
+    run.add_argument(
+        "calls",
+        metavar="CALLS",
+        help='a file of tool calls, one per line: {"tool": NAME, "arguments": {...}}; - for stdin',
+    )
+    add_max_bytes(run, "a line")
+    run.set_defaults(run=_run)
+
+
+_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run,)
+"""Every subcommand of `session`, each added by the function of the module that owns it.
+
+A module of the family with subcommands of its own (the prompt section and
+the tool definitions, say) gives a function like `_add_run` and is listed here.
+"""
+
+
+def _run(args: argparse.Namespace, out: Output) -> int:
+    try:
+        calls = opened(args.calls)
+    except OSError as error:
+        raise UsageError(f"{label(args.calls)}: {unreadable(error)}") from None
+    session = Session(keep=1)  # each line shows the plan: no need to keep the others
+    status = EXIT_OK
+    try:
+        with calls as stream:
+            for number, line in lines_of(stream, args.max_bytes):
+                done = _call(session, line)
+                out.write(_outcome(number, done) + "\n")
+                out.flush()  # a reader of a pipe sees each call as it is applied
+                if not done.ok:
+                    status = EXIT_INVALID
+    except OSError as error:
+        raise StreamError(f"cannot read {label(args.calls)}: {reason(error)}") from error
+    return status
+
+
+_CALL_KEYS = ("tool", "arguments")
+_SHAPE = '{"tool": NAME, "arguments": {...}}'
+
+
+def _call(session: Session, line: bytes | Violation) -> CallResult:
+    """Apply one line's call; a line that is no call is refused as a call of no tool."""
+    if isinstance(line, Violation):
+        return _refused(session, None, line.message)
+    try:
+        call = parse(line)
+    except MalformedJSON as error:
+        return _refused(session, None, error.message)
+    if not isinstance(call, dict):
+        return _refused(session, None, f"a call is an object {_SHAPE}")
+    tool = call.get("tool")
+    extra = next((key for key in call if key not in _CALL_KEYS), None)
+    if extra is not None:
+        return _refused(
+            session, tool, f"unknown field {shown(extra)} in the call: a call is {_SHAPE}"
+        )
+    if not isinstance(tool, str):
+        names = ", ".join(tool.name for tool in TOOLS)
+        return _refused(session, None, f'"tool" must name a planning tool: {names}')
+    return session.call(tool, call.get("arguments", {}))
+
+
+def _refused(session: Session, tool: Any, message: str) -> CallResult:
+    """A line refused before any tool saw it: the plan stays as it was."""
+    name = tool if isinstance(tool, str) else ""
+    error = ToolValidationError(name, None, message)
+    return CallResult(name, None, error, message, session.latest)
+
+
+def _outcome(number: int, done: CallResult) -> str:
+    """One call's outcome as one line of JSON."""
+    record: dict[str, Any] = {"line": number, "tool": done.tool or None, "ok": done.ok}
+    if done.error is None:
+        record["message"] = done.message
+        record["result"] = done.result
+    else:
+        record["error"] = {"field": done.error.field, "message": done.message}
+    record["plan"] = done.plan
+    return msgspec.json.encode(record).decode()
