@@ -7,13 +7,16 @@ new text reads right.
 
 from __future__ import annotations
 
+import argparse
 import difflib
+import io
 import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from commands import COMMAND_TIMEOUT, plancontracts
 from jsonschema import Draft202012Validator
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
@@ -28,6 +31,7 @@ from plancontracts.runtime.session_plans.prompt import (
     planning_tools,
     tool_definitions,
 )
+from plancontracts.runtime.session_plans.prompt_commands import add_prompt_commands
 
 STRATEGIES = list(PlanningStrategy)
 TOOL_CONTRACTS = sorted(
@@ -189,3 +193,66 @@ def test_tool_definitions_are_fresh_copies() -> None:
     first = tool_definitions()
     first[0]["function"]["parameters"]["properties"].clear()
     assert tool_definitions()[0]["function"]["parameters"]["properties"]
+
+
+# The commands, through add_prompt_commands ------------------------------------------------
+
+
+def run_session(*arguments: str) -> str:
+    """What `session ARGUMENTS` writes, with the two commands on a parser of their own."""
+    parser = argparse.ArgumentParser(prog="plancontracts session")
+    add_prompt_commands(parser.add_subparsers(required=True))
+    args = parser.parse_args(arguments)
+    out = io.StringIO()
+    assert args.run(args, out) == 0
+    return out.getvalue()
+
+
+def test_section_prints_the_section_of_the_strategy_asked_for() -> None:
+    assert run_session("section") == planning_section(PlanningStrategy.REACT)
+    for strategy in STRATEGIES:
+        assert run_session("section", "--strategy", strategy.value) == planning_section(strategy)
+
+
+def test_section_refuses_an_unknown_strategy(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        run_session("section", "--strategy", "react-harder")
+    assert stop.value.code == 2
+    assert "invalid choice: 'react-harder'" in capsys.readouterr().err
+
+
+def test_tools_prints_the_definitions_as_json() -> None:
+    assert json.loads(run_session("tools")) == tool_definitions()
+
+
+# The commands as a user runs them ---------------------------------------------------------
+# WIRING: these pass once `session` is a command of `plancontracts` whose subcommands
+# include add_prompt_commands(...); remove the xfail marks then (strict: they fail once wired).
+
+UNWIRED = pytest.mark.xfail(
+    strict=True, reason="`plancontracts session` is not a command yet: remove once it is wired"
+)
+
+
+@UNWIRED
+def test_plancontracts_session_section() -> None:
+    done = plancontracts(
+        "session", "section", "--strategy", "plan-act-reflect", timeout=COMMAND_TIMEOUT
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == planning_section(PlanningStrategy.PLAN_ACT_REFLECT)
+
+
+@UNWIRED
+def test_plancontracts_session_section_refuses_an_unknown_strategy() -> None:
+    done = plancontracts("session", "section", "--strategy", "nope", timeout=COMMAND_TIMEOUT)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "argument --strategy: invalid choice: 'nope'" in done.stderr
+
+
+@UNWIRED
+def test_plancontracts_session_tools() -> None:
+    done = plancontracts("session", "tools", timeout=COMMAND_TIMEOUT)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == tool_definitions()
