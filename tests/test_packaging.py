@@ -110,6 +110,8 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) ->
         "runtime/tool_plans/templates/narrator.md",
         "runtime/tool_plans/templates/fallback.md",
         "runtime/planning_blocks/templates/planning.md",
+        "runtime/session_plans/templates/section.md",
+        "runtime/session_plans/templates/mindset-react.md",
     ]:
         assert (package / relative).is_file(), relative
 

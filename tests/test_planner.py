@@ -24,6 +24,7 @@ import pytest
 import trio
 from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
+from token_counts import with_token_count
 
 from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.engine.skills import bundled_skills
@@ -303,7 +304,7 @@ def test_the_narrator_prompt(markdown_snapshot: SnapshotAssertion) -> None:
         disabled=["memory"],
         state={"torch": {"lit": False}},
     )
-    assert render_chat(messages, None) == markdown_snapshot
+    assert with_token_count(render_chat(messages, None)) == markdown_snapshot
 
 
 def test_a_chat_template_renders_the_messages() -> None:

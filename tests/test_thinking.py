@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
+from token_counts import with_token_count
 
 from plancontracts import contract_schema, violations
 from plancontracts.generated.planning_blocks import PlanQuality
@@ -182,7 +183,8 @@ def test_the_planning_prompt(
     markdown_snapshot: SnapshotAssertion, mode: Mode, check: RolledCheck | None
 ) -> None:
     messages = planning_messages("A bored guard watches the bridge at dusk", mode, check=check)
-    assert render_chat(messages, None, answer="Planning block JSON") == markdown_snapshot
+    prompt = render_chat(messages, None, answer="Planning block JSON")
+    assert with_token_count(prompt) == markdown_snapshot
 
 
 def test_the_prompt_loses_no_description_of_the_contract() -> None:

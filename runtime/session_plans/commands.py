@@ -1,7 +1,8 @@
 """`plancontracts session`: the session-plan commands, a group of subcommands.
 
 `session run CALLS` applies NDJSON tool calls to one session, in order, and
-prints one NDJSON line per call.
+prints one NDJSON line per call; `session section` and `session tools` come
+from `prompt_commands`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes
 from ..core.errors import Violation, shown
 from ..core.jsontext import MalformedJSON, parse
+from .prompt_commands import add_prompt_commands
 from .session import CallResult, Session
 from .tools import TOOLS, ToolValidationError
 
@@ -53,12 +55,8 @@ def _add_run(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     run.set_defaults(run=_run)
 
 
-_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run,)
-"""Every subcommand of `session`, each added by the function of the module that owns it.
-
-A module of the family with subcommands of its own (the prompt section and
-the tool definitions, say) gives a function like `_add_run` and is listed here.
-"""
+_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, add_prompt_commands)
+"Every subcommand of `session`, each added by the function of the module that owns it."
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:

@@ -2,8 +2,9 @@
 
 Each parameter contract of the family names its tool at its root
 (`"x-tool": "planning_add_step"`); a `Tool` holds that name, the contract
-(its generated type and its bundled schema), the contract's description and
-the contract of what the tool returns. `TOOLS` lists them in the order an
+(its generated type and its bundled schema), what the tool does (the
+contract's description without its lead-in) and the contract of what the
+tool returns. `TOOLS` lists them in the order an
 agent meets them: set up, add, update, mark, clear, read.
 
     from plancontracts import contract_schema
@@ -15,6 +16,7 @@ agent meets them: set up, add, update, mark, clear, read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,14 +45,20 @@ class Tool:
     parameters: Contract[Any]
     "The contract of its arguments: `contract_schema(tool.parameters)` is their JSON Schema."
     description: str
-    "The parameter contract's description: what the tool does, and its decisions."
+    "What the tool does, and its decisions: the parameter contract's description, lead-in dropped."
     result: Contract[Any]
     "The contract of what it returns: its arguments, trimmed, or the plan for reading it."
 
 
+# The schemas describe the parameters object ("Parameters of the `x` tool: ...");
+# what follows the colon says what the tool does.
+_LEAD_IN = re.compile(r"^Parameters of the `[^`]+` tool[^:]*: ")
+
+
 def _tool(parameters: Contract[Any], result: Contract[Any] | None = None) -> Tool:
     schema = contract_schema(parameters)
-    return Tool(schema["x-tool"], parameters, schema["description"], result or parameters)
+    does = _LEAD_IN.sub("", schema["description"].strip(), count=1)
+    return Tool(schema["x-tool"], parameters, does[:1].upper() + does[1:], result or parameters)
 
 
 TOOLS = (
