@@ -180,7 +180,7 @@ def test_objects_marked_frozen_are_immutable_structs_whose_arrays_are_tuples() -
     assert all(cls.__struct_config__.frozen for cls in structs)
     assert not tool_plans.Plan.__struct_config__.frozen  # unmarked objects stay as they were
     assert session_plans.SessionSetupPlan(objective="Ship").initial_steps == ()
-    example = generated.SESSION_PLAN.type
+    example = session_plans.SessionPlan
     plan = msgspec.json.decode(
         b'{"objective": "Ship", "status": "active", "steps": [{"step_id": "S001", '
         b'"title": "Build", "details": null, "status": "done", "notes": ["Built"]}]}',
