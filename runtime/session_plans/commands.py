@@ -1,25 +1,40 @@
 """`plancontracts session`: the session-plan commands, a group of subcommands.
 
 `session run CALLS` applies NDJSON tool calls to one session, in order, and
-prints one NDJSON line per call; `session section` and `session tools` come
-from `prompt_commands`.
+prints one NDJSON line per call; `session drive OBJECTIVE` lets the local
+model make the calls; `session section` and `session tools` come from
+`prompt_commands`.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeAlias
 
 import msgspec
 
-from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason
+from ..cli.base import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Output,
+    StreamError,
+    UsageError,
+    label,
+    reason,
+    say,
+)
+from ..cli.extras import require_extra
 from ..cli.inputs import lines_of, opened, unreadable
-from ..cli.options import RulesOption, add_max_bytes
+from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
+from ..cli.signals import run_trio
 from ..core.errors import Violation, shown
 from ..core.jsontext import MalformedJSON, parse
+from .prompt import PlanningStrategy
 from .prompt_commands import add_prompt_commands
 from .session import CallResult, Session
+from .steps import MAX_OBJECTIVE
 from .tools import TOOLS, ToolValidationError
 
 __all__ = ["RULES_OPTIONS", "register"]
@@ -55,7 +70,41 @@ def _add_run(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     run.set_defaults(run=_run)
 
 
-_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, add_prompt_commands)
+MAX_CALLS = 50
+"The most calls a drive may be given: enough for a plan, few enough for the model's context."
+DEFAULT_CALLS = 10
+
+
+def _add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    drive = group.add_parser(
+        "drive",
+        help="let the local model keep a plan for an objective through the tools, "
+        "printing each call as NDJSON",
+    )
+    drive.add_argument(
+        "objective",
+        metavar="OBJECTIVE",
+        help=f"what the plan is for, at most {MAX_OBJECTIVE} characters",
+    )
+    drive.add_argument(
+        "--max-calls",
+        type=bounded_int(1, MAX_CALLS),
+        default=DEFAULT_CALLS,
+        metavar="N",
+        help=f"the most tool calls the model makes, 1 to {MAX_CALLS} (default {DEFAULT_CALLS}); "
+        "it stops sooner once the plan is completed",
+    )
+    drive.add_argument(
+        "--strategy",
+        choices=[strategy.value for strategy in PlanningStrategy],
+        default=PlanningStrategy.REACT.value,
+        help=f"the planning section's mindset (default: {PlanningStrategy.REACT.value})",
+    )
+    add_model_options(drive, seed="seed of the sampling")
+    drive.set_defaults(run=_drive)
+
+
+_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, add_prompt_commands)
 "Every subcommand of `session`, each added by the function of the module that owns it."
 
 
@@ -113,12 +162,57 @@ def _refused(session: Session, tool: Any, message: str) -> CallResult:
 
 
 def _outcome(number: int, done: CallResult) -> str:
-    """One call's outcome as one line of JSON."""
-    record: dict[str, Any] = {"line": number, "tool": done.tool or None, "ok": done.ok}
+    """One call's outcome as one line of JSON: what it returned or why it was refused, the plan."""
+    record = {"line": number, **_did(done), "plan": done.plan}
+    return msgspec.json.encode(record).decode()
+
+
+def _did(done: CallResult) -> dict[str, Any]:
+    """The tool, whether it succeeded, and its message and result or its error."""
+    record: dict[str, Any] = {"tool": done.tool or None, "ok": done.ok}
     if done.error is None:
         record["message"] = done.message
         record["result"] = done.result
     else:
         record["error"] = {"field": done.error.field, "message": done.message}
-    record["plan"] = done.plan
-    return msgspec.json.encode(record).decode()
+    return record
+
+
+def _drive(args: argparse.Namespace, out: Output) -> int:
+    require_extra("model", "session drive")
+    from ..model.generation import GenerationFailed
+    from .drive import Drive, Driver, NoModel, ToolCall, checked_objective
+
+    try:
+        objective = checked_objective(args.objective)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    try:
+        driver = Driver.start(args.model, download=not args.no_download)
+    except NoModel as error:
+        say(str(error))
+        return EXIT_INVALID
+    drive = Drive(objective)
+
+    def printed(call: ToolCall) -> None:
+        record = {"call": len(drive.calls), **_did(call.result), "arguments": call.arguments}
+        out.write(msgspec.json.encode(record).decode() + "\n")
+        out.flush()  # each call shows as it is made
+
+    work = partial(
+        driver.drive,
+        objective,
+        max_calls=args.max_calls,
+        strategy=PlanningStrategy(args.strategy),
+        seed=args.seed,
+        on_call=printed,
+        drive=drive,
+    )
+    status = EXIT_OK
+    try:
+        run_trio(work)
+    except GenerationFailed as failure:
+        say(f"the drive stopped after {len(drive.calls)} calls: {label(str(failure))}")
+        status = EXIT_INVALID
+    out.write(msgspec.json.encode({"plan": drive.session.latest}).decode() + "\n")
+    return status

@@ -14,12 +14,14 @@ from ...generated import SESSION_PLAN
 from ...generated.session_plans import PlanStep, SessionPlan
 from ..core.contracts import contract_schema, field_bound
 
-__all__ = ["MAX_NOTES", "MAX_STEPS", "step_id", "step_number"]
+__all__ = ["MAX_NOTES", "MAX_OBJECTIVE", "MAX_STEPS", "id_pattern", "step_id", "step_number"]
 
 MAX_STEPS = field_bound(SessionPlan, "steps", "max_length")
 "Most steps in a plan, and so the highest step number: 999, S999."
 MAX_NOTES = field_bound(PlanStep, "notes", "max_length")
 "Most notes a step keeps."
+MAX_OBJECTIVE = field_bound(SessionPlan, "objective", "max_length")
+"Most characters in a plan's objective."
 _DIGITS = len(str(MAX_STEPS))
 
 
@@ -32,12 +34,13 @@ def step_id(number: int) -> str:
 
 def step_number(text: str) -> int | None:
     """The number of the step id `text` (`S004` -> 4), or None when it is not a step id."""
-    if not _id_pattern().fullmatch(text):
+    if not id_pattern().fullmatch(text):
         return None
     return int(text[1:])
 
 
 @cache
-def _id_pattern() -> re.Pattern[str]:
+def id_pattern() -> re.Pattern[str]:
+    """The pattern of step ids, as the `session-plan` schema gives it."""
     pattern: str = contract_schema(SESSION_PLAN)["$defs"]["step-id"]["pattern"]
     return re.compile(pattern)

