@@ -78,6 +78,17 @@ def _arguments(tool: Tool, value: Any) -> Any:
         # The first violation in document order: one problem, at one field, is
         # what a model can act on; the next call shows the next one.
         first = error.violations[0]
+        # A text too long is told its length before any character it holds:
+        # shortening it may drop the character too, and naming the character
+        # means reading the text one character at a time, however long it is.
+        first = next(
+            (
+                violation
+                for violation in error.violations
+                if violation.pointer == first.pointer and violation.keyword == "maxLength"
+            ),
+            first,
+        )
         raise ToolValidationError(
             tool.name, first.pointer, _problem(tool, first, normalised)
         ) from None
