@@ -65,6 +65,7 @@ def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.Complet
         ("llama_cpp", ["play"], "model"),
         ("huggingface_hub", ["think", "A locked door"], "model"),
         ("jinja2", ["think", "THINK: A locked door"], "model"),
+        ("llama_cpp", ["session", "drive", "Triage the bug reports"], "model"),
         ("datamodel_code_generator", ["generate", "--check"], "codegen"),
         ("ruff", ["generate"], "codegen"),
     ],
@@ -73,10 +74,12 @@ def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
     hidden: str, arguments: list[str], extra: str
 ) -> None:
     done = without(hidden, *arguments, stdin="I open the door\n")
+    # A subcommand of a group is named with its group: `session drive`.
+    command = " ".join(arguments[:2]) if arguments[0] == "session" else arguments[0]
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr == (
-        f"plancontracts: error: {arguments[0]} needs the {extra} extra, which is not installed "
+        f"plancontracts: error: {command} needs the {extra} extra, which is not installed "
         f"(no module {hidden}): pip install 'plancontracts[{extra}]'\n"
     )
 

@@ -491,6 +491,17 @@ def test_surrounding_whitespace_is_trimmed_before_checking() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "named"),
+    [("\u00a0Build", "U+00A0 at character 1"), ("Build\u3000", "U+3000 at character 6"),
+     ("\x1fBuild", "U+001F at character 1")],
+)  # fmt: skip
+def test_only_ascii_whitespace_is_trimmed_so_other_spaces_are_named(text: str, named: str) -> None:
+    error = refused(set_up(), ADD, {"steps": [{"title": text}]})
+    assert error.field == "/steps/0/title"
+    assert str(error).startswith(f"steps[0].title: holds {named}, not allowed")
+
+
+@pytest.mark.parametrize(
     ("tool", "arguments", "field", "named", "definition"),
     [
         (SETUP, {"objective": " \t\n "}, "/objective", "objective", "objective"),

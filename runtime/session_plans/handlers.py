@@ -4,8 +4,9 @@ A call is checked in this order, and refused at the first problem with a
 `ToolValidationError`:
 
 1. its arguments, normalised first: every string trimmed of surrounding
-   whitespace, and a blank one made null where the contract allows null
-   (blank details and notes are no details and no note); then judged by the
+   ASCII whitespace (other spaces are refused like any character outside
+   ASCII), and a blank one made null where the contract allows null (blank
+   details and notes are no details and no note); then judged by the
    tool's parameter contract, whose schema holds every limit (objective 1 to
    240 characters, title 1 to 160, details and notes up to 512, printable
    ASCII) and whose rules beyond the schema refuse an update that changes
@@ -94,6 +95,11 @@ def _arguments(tool: Tool, value: Any) -> Any:
         ) from None
 
 
+# Only ASCII whitespace is trimmed: the texts are ASCII, so a no-break or
+# ideographic space is refused with the character named, never dropped unseen.
+_ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
+
+
 def _normalised(value: Any, kind: msgspec.inspect.Type) -> Any:
     """`value` with every string of a known field trimmed, and blank ones null where allowed.
 
@@ -106,7 +112,7 @@ def _normalised(value: Any, kind: msgspec.inspect.Type) -> Any:
         nullable = len(others) < len(kind.types)
         kind = others[0] if len(others) == 1 else kind
     if isinstance(value, str):
-        text = value.strip()
+        text = value.strip(_ASCII_WHITESPACE)
         return None if nullable and not text else text
     if isinstance(value, dict) and isinstance(kind, msgspec.inspect.StructType):
         fields = {field.encode_name: field.type for field in kind.fields}
