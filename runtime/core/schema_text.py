@@ -91,7 +91,7 @@ class _Renderer:
             if "default" in field:
                 line += f" Default: `{json.dumps(field['default'])}`."
             lines.append(f"{line} {description}".rstrip())
-        extra = _between(schema.get("minProperties"), schema.get("maxProperties"), "fields")
+        extra = between(schema.get("minProperties"), schema.get("maxProperties"), "fields")
         if extra:
             lines.append(f"\nThe object has {extra}.")
         return "\n".join(lines) + "\n"
@@ -150,7 +150,7 @@ class _Renderer:
         if kind == "null":
             return "null"
         if kind == "array":
-            size = _between(schema.get("minItems"), schema.get("maxItems"), "items")
+            size = between(schema.get("minItems"), schema.get("maxItems"), "items")
             item = schema.get("items", {})
             items = self.type_of(item)
             said = item.get("description", "").strip().rstrip(".")
@@ -163,7 +163,7 @@ class _Renderer:
 
     def map_of(self, schema: dict[str, Any]) -> str:
         values = schema.get("additionalProperties", True)
-        size = _between(schema.get("minProperties"), schema.get("maxProperties"), "entries")
+        size = between(schema.get("minProperties"), schema.get("maxProperties"), "entries")
         if values is True:
             return "an object with any fields" + (f" ({size})" if size else "")
         keys = "keys"
@@ -175,7 +175,7 @@ class _Renderer:
 
 def _string_rules(schema: dict[str, Any]) -> str:
     rules = []
-    length = _between(schema.get("minLength"), schema.get("maxLength"), "characters")
+    length = between(schema.get("minLength"), schema.get("maxLength"), "characters")
     if length:
         rules.append(length)
     if "pattern" in schema:
@@ -195,7 +195,11 @@ def _range(schema: dict[str, Any]) -> str:
     return ""
 
 
-def _between(low: int | None, high: int | None, unit: str) -> str:
+def between(low: int | None, high: int | None, unit: str) -> str:
+    """A size's bounds in words, `1 to 160 characters`; "" when there are none.
+
+    A lower bound of 0 says nothing, so it is left out.
+    """
     if low and high:
         return f"{low} to {high} {unit}"
     if high is not None:

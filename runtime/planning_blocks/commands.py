@@ -103,8 +103,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _think(args: argparse.Namespace, out: Output) -> int:
     require_extra("model", "think")
-    from ..model.generation import GenerationFailed
-    from .thinking import NoModel, Thinker
+    from ..model.generation import GenerationFailed, NoModel
+    from .thinking import Thinker
 
     stdin_at_most_once(args.situations)
     for text in args.situations:

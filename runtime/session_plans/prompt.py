@@ -21,7 +21,7 @@ from string import Template
 from typing import Any
 
 from ..core.contracts import contract_schema
-from ..core.schema_text import display_pattern
+from ..core.schema_text import between, display_pattern
 from .tools import TOOLS, Tool
 
 __all__ = [
@@ -148,7 +148,7 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
         return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
     kind = schema.get("type")
     if kind == "string":
-        size = _between(schema.get("minLength"), schema.get("maxLength"), "characters")
+        size = between(schema.get("minLength"), schema.get("maxLength"), "characters")
         pattern = schema.get("pattern")
         return (
             "a string"
@@ -156,7 +156,7 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
             + (f" matching `{display_pattern(pattern)}`" if pattern else "")
         )
     if kind == "array":
-        size = _between(schema.get("minItems"), schema.get("maxItems"), "items")
+        size = between(schema.get("minItems"), schema.get("maxItems"), "items")
         items = _resolved(schema.get("items", {}), definitions)
         if "properties" in items:
             return f"a list of {size or 'items'}, each an object with the fields below"
@@ -168,13 +168,3 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
     # Wording a type without its limits would hide them from the model: a new kind
     # of value in the schemas needs its wording here first.
     raise ValueError(f"no wording for values of type {kind!r} in the planning section")
-
-
-def _between(low: int | None, high: int | None, unit: str) -> str:
-    if low is not None and high is not None:
-        return f"{low} to {high} {unit}"
-    if high is not None:
-        return f"at most {high} {unit}"
-    if low is not None:
-        return f"at least {low} {unit}"
-    return ""
