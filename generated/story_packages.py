@@ -69,7 +69,7 @@ class Progression(Struct, forbid_unknown_fields=True, kw_only=True):
     """The act's progress tracker: encounters add to it, and the act is complete when it reaches its required value."""
 
     required_value: Annotated[int, Meta(ge=1, le=100)] = field(name="requiredValue")
-    "The progress needed to complete the act."
+    "The progress needed to complete the act. It is reachable by more than one path: the act's encounters and the arc encounters of the characters in the act, each counted once (a repeatable one too), give at least this much even without the encounter that gives least, so reaching it never takes every encounter that gives progression."
     tracker_label: Annotated[str, Meta(max_length=60, min_length=1)] = field(name="trackerLabel")
     "What the progress counts, such as `Clues Found`."
 
@@ -121,7 +121,7 @@ Uuid: TypeAlias = Annotated[
 
 
 class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
-    """An encounter of a character's personal arc, which the Director weaves in wherever that character is."""
+    """An encounter of a character's personal arc, which the Director weaves in wherever that character is. A character is in an act when a location or an encounter of the act requires them: the arc encounter can happen from the first such act on, and counts toward the progression of every act the character is in. It gives progression, sets a flag or is repeatable, as every encounter does."""
 
     id: Slug
     "The encounter's id, such as `arc_old_debt`."
@@ -138,13 +138,13 @@ class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
     )
     "Where in the character's arc this encounter sits."
     arc_character_id: Slug | UnsetType = field(default=UNSET, name="arcCharacterId")
-    "The id of the character whose arc this is."
+    "The id of the character whose arc this is: the character that holds it."
     prerequisites: Flags | UnsetType = UNSET
-    "Flags that must all be set before the encounter can happen."
+    "Flags that must all be set before the encounter can happen. Each is in the `potentialFlags` of an encounter that can happen itself: of this act, of an earlier act (flags carry over), or of the arc of a character in this act or an earlier one."
     exclude_if_flags: Flags | UnsetType = field(default=UNSET, name="excludeIfFlags")
     "Flags that rule the encounter out once any is set."
     required_characters: Slugs | UnsetType = field(default=UNSET, name="requiredCharacters")
-    "Ids of the characters who must be present."
+    "Ids of the characters who must be present, each the id of one of the package's characters."
     gives_progression: Annotated[int, Meta(ge=0, le=20)] | UnsetType = field(
         default=UNSET, name="givesProgression"
     )
@@ -182,7 +182,7 @@ class ConditionalBranch(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Encounter(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A self-contained scene at a location. The Director activates encounters in any order, guided by their prerequisites and flags."""
+    """A self-contained scene at a location. The Director activates encounters in any order, guided by their prerequisites and flags. Decision: the seed says encounters MUST assign `potentialFlags` and `givesProgression`; both stay optional, since ambient filler has neither, but every encounter gives progression, sets a flag or is repeatable (no dead ends)."""
 
     id: Slug
     "The encounter's id, such as `enc_broken_seal`."
@@ -195,11 +195,11 @@ class Encounter(Struct, forbid_unknown_fields=True, kw_only=True):
     pacing: Pacing
     "How long it runs and what it dwells on."
     prerequisites: Flags | UnsetType = UNSET
-    "Flags that must all be set before the encounter can happen."
+    "Flags that must all be set before the encounter can happen. Each is in the `potentialFlags` of an encounter that can happen itself: of this act, of an earlier act (flags carry over), or of the arc of a character in this act or an earlier one."
     exclude_if_flags: Flags | UnsetType = field(default=UNSET, name="excludeIfFlags")
     "Flags that rule the encounter out once any is set."
     required_characters: Slugs | UnsetType = field(default=UNSET, name="requiredCharacters")
-    "Ids of the characters who must be present."
+    "Ids of the characters who must be present, each the id of one of the package's characters."
     gives_progression: Annotated[int, Meta(ge=0, le=20)] | UnsetType = field(
         default=UNSET, name="givesProgression"
     )
@@ -220,7 +220,7 @@ class EscalationEvent(Struct, forbid_unknown_fields=True, kw_only=True):
     """Something that happens when the opposing force reaches a threshold."""
 
     threshold: Annotated[int, Meta(ge=1, le=100)]
-    "The opposing-force value at which this happens."
+    "The opposing-force value at which this happens. Thresholds strictly increase, and none is above the doom clock's `requiredValue`."
     description: Line
     "What happens."
 
@@ -263,17 +263,17 @@ class Location(Struct, forbid_unknown_fields=True, kw_only=True):
     title: Title
     "The location's name as shown."
     location: Slug
-    "The key of the location's background in `assets.backgrounds`; usually the location's id."
+    "The key of the location's background in `assets.backgrounds`, which holds it; usually the location's id."
     required_characters: Slugs = field(name="requiredCharacters")
-    "Ids of the characters always present here."
+    "Ids of the characters always present here, each the id of one of the package's characters."
     connections: Slugs
-    "Ids of the locations the player can travel to from here."
+    "Ids of the locations of the same act the player can travel to from here, one way, as written. Every location of the act is reachable from its first location by following connections."
     mood: Slug
-    "The key of the location's music in `assets.music`."
+    "The key of the location's music in `assets.music`, which holds it."
     ambient_detail: Line | UnsetType = field(default=UNSET, name="ambientDetail")
     "Sensory detail that sets the scene."
     encounters: Annotated[list[Encounter], Meta(max_length=24)] | UnsetType = UNSET
-    "The encounters the Director may pick here."
+    "The encounters the Director may pick here; at least one. Optional in the schema only so that older packages stay readable: the rules require one. A location with neither encounters nor connections is a placeholder the node web never filled."
     callbacks: Lines | UnsetType = UNSET
     "Earlier story elements worth referring back to here."
     beats: Annotated[list[Beat], Meta(max_length=24)] | UnsetType = UNSET
@@ -430,7 +430,7 @@ class Act(Struct, forbid_unknown_fields=True, kw_only=True):
     sandbox_locations: Annotated[list[Location], Meta(max_length=24, min_length=1)] = field(
         name="sandboxLocations"
     )
-    "The act's locations; at least one."
+    "The act's locations; at least one. The first is the act's start."
     scenario_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
         default=UNSET, name="scenarioWorldInfo"
     )
@@ -440,7 +440,7 @@ class Act(Struct, forbid_unknown_fields=True, kw_only=True):
     )
     "Events that happen whatever the player does."
     global_progression: Progression | UnsetType = field(default=UNSET, name="globalProgression")
-    "The act's progress tracker."
+    "The act's progress tracker. Optional, as in the seed's outline: an act without one ends by its inevitable events."
     opposing_force: OpposingForce | UnsetType = field(default=UNSET, name="opposingForce")
     "The act's doom clock."
 
@@ -457,7 +457,7 @@ class Character(Struct, forbid_unknown_fields=True, kw_only=True):
     description: Text
     "Personality, backstory and any stat modifiers."
     image_prompt: Annotated[str, Meta(max_length=1000)] = field(name="imagePrompt")
-    "The prompt for the character's portrait; may be empty when no portrait is wanted."
+    "The prompt for the character's portrait; may be empty (or blank) when no portrait is wanted. Otherwise `assets.characters` holds the portrait, keyed by the character's id."
     personal_arc: PersonalArc | UnsetType = field(default=UNSET, name="personalArc")
     "The character's personal arc, if they have one."
 
@@ -519,7 +519,7 @@ class StoryActOutline(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class StoryPackage(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A complete sandbox visual novel, assembled when planning is finalized: premise, characters, acts of connected locations with pools of encounters, and the generated assets. At play time a hidden Director picks encounters from the pools by flags, progression and pacing, so encounters must work in any order. Decisions: ids are lower-case slugs; `language` defaults to `en`; `beats` on a location is a legacy field kept only so that older packages stay readable; `_note` is accepted at the top as a note for humans."""
+    """A complete sandbox visual novel, assembled when planning is finalized: premise, characters, acts of connected locations with pools of encounters, and the generated assets. At play time a hidden Director picks encounters from the pools by flags, progression and pacing, so encounters must work in any order. Decisions: ids are lower-case slugs; `language` defaults to `en`; `beats` on a location is a legacy field kept only so that older packages stay readable; `_note` is accepted at the top as a note for humans. Beyond the schema, the story package's rules check the whole story, as finalizing does: references resolve, every location has encounters and is reachable from its act's start, every prerequisite flag can be set, each act's progression is reachable by more than one path, doom-clock thresholds increase, and no encounter is a dead end (each field below says what it must satisfy)."""
 
     id: Uuid
     "The package's UUID, assigned when planning starts."
