@@ -278,7 +278,7 @@ def _assets(story: _Story) -> Iterator[Violation]:
 
 def _is_placeholder(location: dict[str, Any]) -> bool:
     """True for a location with neither encounters nor connections: the node web never filled it."""
-    return location.get("encounters", []) == [] and location.get("connections", []) == []
+    return _absent_or_empty(location, "encounters") and _absent_or_empty(location, "connections")
 
 
 def _encounter_pools(story: _Story) -> Iterator[Violation]:
@@ -290,7 +290,7 @@ def _encounter_pools(story: _Story) -> Iterator[Violation]:
                     "is a placeholder: it has no connections and no encounters "
                     "(the node web and the encounters never filled it in)",
                 )
-            elif location.get("encounters", []) == []:
+            elif _absent_or_empty(location, "encounters"):
                 yield Violation(
                     where, "has no encounters: every location has at least one for the Director"
                 )
@@ -417,9 +417,9 @@ def _unmet(
 def _progression(story: _Story) -> Iterator[Violation]:
     arc_gives: dict[str, list[int]] = {}
     for arc in story.arcs:
-        gives = _gives(arc.value)
-        if arc.owner is not None and gives > 0:
-            arc_gives.setdefault(arc.owner, []).append(gives)
+        amount = _gives(arc.value)
+        if arc.owner is not None and amount > 0:
+            arc_gives.setdefault(arc.owner, []).append(amount)
     for act in story.acts:
         tracker = act.value.get("globalProgression")
         required = _integer(tracker.get("requiredValue")) if isinstance(tracker, dict) else None
@@ -509,6 +509,12 @@ def _strings(value: Any) -> Iterator[tuple[int, str]]:
     for index, item in enumerate(_list(value)):
         if isinstance(item, str):
             yield index, item
+
+
+def _absent_or_empty(holder: dict[str, Any], name: str) -> bool:
+    """True when `holder` has no `name`, or an empty list there (another type is the schema's)."""
+    value = holder.get(name, [])
+    return isinstance(value, list) and not value
 
 
 def _integer(value: Any) -> int | None:
