@@ -415,25 +415,29 @@ def _unmet(
 
 
 def _progression(story: _Story) -> Iterator[Violation]:
-    arc_gives: dict[str, list[int]] = {}
+    # Per character, what their arc gives in all and its least positive amount,
+    # so each act adds a character's arc at once, whatever its length.
+    arcs: dict[str, tuple[int, int]] = {}
     for arc in story.arcs:
         amount = _gives(arc.value)
         if arc.owner is not None and amount > 0:
-            arc_gives.setdefault(arc.owner, []).append(amount)
+            total, least = arcs.get(arc.owner, (0, amount))
+            arcs[arc.owner] = (total + amount, min(least, amount))
     for act in story.acts:
         tracker = act.value.get("globalProgression")
         required = _integer(tracker.get("requiredValue")) if isinstance(tracker, dict) else None
         if required is None:
             continue
         gives = [amount for _, e in act.encounters if (amount := _gives(e)) > 0]
-        from_arcs = [amount for name in act.present for amount in arc_gives.get(name, ())]
-        total = sum(gives) + sum(from_arcs)
-        least = min((*gives, *from_arcs), default=0)
+        from_arcs = [arcs[name] for name in act.present if name in arcs]
+        arc_total = sum(total for total, _ in from_arcs)
+        total = sum(gives) + arc_total
+        least = min((*gives, *(least for _, least in from_arcs)), default=0)
         if total - least >= required:
             continue
         source = f"the act's encounters give {total} in all"
-        if from_arcs:
-            source += f" ({sum(from_arcs)} of it from character arcs)"
+        if arc_total:
+            source += f" ({arc_total} of it from character arcs)"
         where = f"{act.where}/globalProgression/requiredValue"
         if total < required:
             message = f"is {required}, but {source}: the act can never be completed"
