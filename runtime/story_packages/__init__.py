@@ -1,0 +1,1 @@
+"""Story packages: the visual-novel planner's contracts, rules, draft session and commands."""
