@@ -686,7 +686,7 @@ class StoryPremise(Struct, forbid_unknown_fields=True, kw_only=True):
     )
     "Two or three kinds of ending the story can reach."
     language: Language = "en"
-    "The language of all player-facing text, as a BCP-47 tag. Absent: `en`."
+    "The language of all player-facing text, as a BCP-47 tag. Absent: the draft's locale, which is `en` unless the draft was started in another."
     global_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
         default=UNSET, name="globalWorldInfo"
     )
