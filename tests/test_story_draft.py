@@ -576,19 +576,25 @@ def test_a_failing_asset_hook_refuses_the_call() -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"type": "act", "changes": {"title": "T"}}, 'arguments: missing required field "id"'),
-        ({"type": "character", "changes": {"name": "N"}}, 'arguments: missing required field "id"'),
+        (
+            {"type": "act", "changes": {"title": "T"}},
+            'arguments: missing required field "id": type "act" needs it',
+        ),
+        (
+            {"type": "character", "changes": {"name": "N"}},
+            'arguments: missing required field "id": type "character" needs it',
+        ),
         (
             {"type": "node", "id": "lamp", "changes": {"title": "T"}},
-            'arguments: missing required field "actId"',
+            'arguments: missing required field "actId": type "node" needs it',
         ),
         (
             {"type": "premise", "id": "x", "changes": {"title": "T"}},
-            'arguments: has the field "id", which is not allowed here',
+            'id: type "premise" takes no id',
         ),
         (
             {"type": "act", "id": "act_1", "actId": "act_1", "changes": {"title": "T"}},
-            'arguments: has the field "actId", which is not allowed here',
+            'actId: type "act" takes no actId',
         ),
         ({"type": "act", "id": "act_1", "changes": {}}, "changes: has 0 fields; needs at least 1"),
     ],

@@ -586,10 +586,6 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
             return f"missing required {noun} {', '.join(missing)}"
         case "enum":
             return f"{shown(instance)} is not one of {', '.join(shown(v) for v in expected)}"
-        case "not" if isinstance(expected, dict) and list(expected) == ["required"]:
-            # `"not": {"required": [name]}`: a field that this kind of object does not take.
-            names = ", ".join(shown(name) for name in expected["required"])
-            return f"has the field {names}, which is not allowed here"
         case "const":
             return f"must be {shown(expected)}, got {shown(instance)}"
         case "pattern":

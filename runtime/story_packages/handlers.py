@@ -525,13 +525,23 @@ def _wrapped(contract: Contract[Any], element: Draft) -> tuple[Draft, str]:
     return element, ""
 
 
+_IDS = {"premise": (), "character": ("id",), "act": ("id",), "node": ("actId", "id")}
+"The ids each kind of element needs; it takes no other (the schema's description says so)."
+
+
 def _update(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
     _drafting(tool, latest)
     arguments: StoryUpdateElement = _arguments(tool, value)
     draft = opened(latest)
     changes: Draft = value["changes"]
     kind = arguments.type
-    # The schema requires the ids each kind needs, and refuses the others.
+    for key in ("actId", "id"):
+        if key in _IDS[kind] and key not in value:
+            raise ToolValidationError(
+                tool.name, "", f"missing required field {shown(key)}: type {shown(kind)} needs it"
+            )
+        if key not in _IDS[kind] and key in value:
+            raise ToolValidationError(tool.name, f"/{key}", f"type {shown(kind)} takes no {key}")
     element = arguments.id if isinstance(arguments.id, str) else None
     act_id = arguments.act_id if isinstance(arguments.act_id, str) else ""
     image: str | None = None
