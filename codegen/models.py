@@ -78,6 +78,10 @@ def rules_beyond_types(bundle: JSONSchema) -> tuple[str, ...]:
     found: list[str] = []
     for pointer, node in walk(bundle):
         for key, value in node.items():
+            if key == "const" and isinstance(value, bool):
+                # The generator types a boolean constant as `bool`, which takes either value.
+                found.append(f"{pointer}/{key}")
+                continue
             if key in _ANNOTATIONS or key in _TYPED or key.startswith("x-"):
                 continue  # `x-` keywords are the project's own annotations
             if key == "anyOf" and _is_nullable(value):

@@ -74,20 +74,41 @@ SKILL_MANIFEST: Final[Contract[tool_plans.SkillManifest]] = Contract(
 STORY_ACT_OUTLINE: Final[Contract[story_packages.StoryActOutline]] = Contract(
     "story-act-outline", story_packages.StoryActOutline
 )
+STORY_ACT_OUTLINE_RESULT: Final[Contract[story_packages.StoryActOutlineResult]] = Contract(
+    "story-act-outline-result", story_packages.StoryActOutlineResult
+)
 STORY_CHARACTER: Final[Contract[story_packages.StoryCharacter]] = Contract(
     "story-character", story_packages.StoryCharacter
+)
+STORY_CHARACTER_RESULT: Final[Contract[story_packages.StoryCharacterResult]] = Contract(
+    "story-character-result", story_packages.StoryCharacterResult
+)
+STORY_DRAFT: Final[Contract[story_packages.StoryDraft]] = Contract(
+    "story-draft", story_packages.StoryDraft
 )
 STORY_FINALIZE_NODE: Final[Contract[story_packages.StoryFinalizeNode]] = Contract(
     "story-finalize-node", story_packages.StoryFinalizeNode
 )
+STORY_FINALIZE_NODE_RESULT: Final[Contract[story_packages.StoryFinalizeNodeResult]] = Contract(
+    "story-finalize-node-result", story_packages.StoryFinalizeNodeResult
+)
 STORY_FINALIZE_PACKAGE: Final[Contract[story_packages.StoryFinalizePackage]] = Contract(
     "story-finalize-package", story_packages.StoryFinalizePackage
+)
+STORY_FINALIZE_PACKAGE_RESULT: Final[Contract[story_packages.StoryFinalizePackageResult]] = (
+    Contract("story-finalize-package-result", story_packages.StoryFinalizePackageResult)
 )
 STORY_NODE_ENCOUNTERS: Final[Contract[story_packages.StoryNodeEncounters]] = Contract(
     "story-node-encounters", story_packages.StoryNodeEncounters
 )
+STORY_NODE_ENCOUNTERS_RESULT: Final[Contract[story_packages.StoryNodeEncountersResult]] = Contract(
+    "story-node-encounters-result", story_packages.StoryNodeEncountersResult
+)
 STORY_NODE_WEB: Final[Contract[story_packages.StoryNodeWeb]] = Contract(
     "story-node-web", story_packages.StoryNodeWeb
+)
+STORY_NODE_WEB_RESULT: Final[Contract[story_packages.StoryNodeWebResult]] = Contract(
+    "story-node-web-result", story_packages.StoryNodeWebResult
 )
 STORY_PACKAGE: Final[Contract[story_packages.StoryPackage]] = Contract(
     "story-package", story_packages.StoryPackage
@@ -95,8 +116,14 @@ STORY_PACKAGE: Final[Contract[story_packages.StoryPackage]] = Contract(
 STORY_PREMISE: Final[Contract[story_packages.StoryPremise]] = Contract(
     "story-premise", story_packages.StoryPremise
 )
+STORY_PREMISE_RESULT: Final[Contract[story_packages.StoryPremiseResult]] = Contract(
+    "story-premise-result", story_packages.StoryPremiseResult
+)
 STORY_UPDATE_ELEMENT: Final[Contract[story_packages.StoryUpdateElement]] = Contract(
     "story-update-element", story_packages.StoryUpdateElement
+)
+STORY_UPDATE_ELEMENT_RESULT: Final[Contract[story_packages.StoryUpdateElementResult]] = Contract(
+    "story-update-element-result", story_packages.StoryUpdateElementResult
 )
 TOOL_EVENT: Final[Contract[tool_plans.ToolEvent]] = Contract("tool-event", tool_plans.ToolEvent)
 TOOL_REQUEST: Final[Contract[tool_plans.ToolRequest]] = Contract(
@@ -119,14 +146,23 @@ CONTRACTS: Final[dict[str, Contract[Any]]] = {
     "session-update-step": SESSION_UPDATE_STEP,
     "skill-manifest": SKILL_MANIFEST,
     "story-act-outline": STORY_ACT_OUTLINE,
+    "story-act-outline-result": STORY_ACT_OUTLINE_RESULT,
     "story-character": STORY_CHARACTER,
+    "story-character-result": STORY_CHARACTER_RESULT,
+    "story-draft": STORY_DRAFT,
     "story-finalize-node": STORY_FINALIZE_NODE,
+    "story-finalize-node-result": STORY_FINALIZE_NODE_RESULT,
     "story-finalize-package": STORY_FINALIZE_PACKAGE,
+    "story-finalize-package-result": STORY_FINALIZE_PACKAGE_RESULT,
     "story-node-encounters": STORY_NODE_ENCOUNTERS,
+    "story-node-encounters-result": STORY_NODE_ENCOUNTERS_RESULT,
     "story-node-web": STORY_NODE_WEB,
+    "story-node-web-result": STORY_NODE_WEB_RESULT,
     "story-package": STORY_PACKAGE,
     "story-premise": STORY_PREMISE,
+    "story-premise-result": STORY_PREMISE_RESULT,
     "story-update-element": STORY_UPDATE_ELEMENT,
+    "story-update-element-result": STORY_UPDATE_ELEMENT_RESULT,
     "tool-event": TOOL_EVENT,
     "tool-request": TOOL_REQUEST,
 }
@@ -147,14 +183,23 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "session-update-step": (),
     "skill-manifest": (),
     "story-act-outline": (),
+    "story-act-outline-result": ("/properties/ok/const",),
     "story-character": (),
+    "story-character-result": ("/properties/ok/const",),
+    "story-draft": (),
     "story-finalize-node": (),
+    "story-finalize-node-result": ("/properties/ok/const",),
     "story-finalize-package": (),
+    "story-finalize-package-result": ("/properties/ok/const",),
     "story-node-encounters": (),
+    "story-node-encounters-result": ("/properties/ok/const",),
     "story-node-web": (),
+    "story-node-web-result": ("/properties/ok/const",),
     "story-package": (),
     "story-premise": (),
+    "story-premise-result": ("/properties/ok/const",),
     "story-update-element": (),
+    "story-update-element-result": ("/properties/ok/const",),
     "tool-event": (),
     "tool-request": (),
 }
@@ -175,14 +220,23 @@ FAMILIES: Final[dict[str, str]] = {
     "session-update-step": "session_plans",
     "skill-manifest": "tool_plans",
     "story-act-outline": "story_packages",
+    "story-act-outline-result": "story_packages",
     "story-character": "story_packages",
+    "story-character-result": "story_packages",
+    "story-draft": "story_packages",
     "story-finalize-node": "story_packages",
+    "story-finalize-node-result": "story_packages",
     "story-finalize-package": "story_packages",
+    "story-finalize-package-result": "story_packages",
     "story-node-encounters": "story_packages",
+    "story-node-encounters-result": "story_packages",
     "story-node-web": "story_packages",
+    "story-node-web-result": "story_packages",
     "story-package": "story_packages",
     "story-premise": "story_packages",
+    "story-premise-result": "story_packages",
     "story-update-element": "story_packages",
+    "story-update-element-result": "story_packages",
     "tool-event": "tool_plans",
     "tool-request": "tool_plans",
 }

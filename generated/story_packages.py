@@ -7,21 +7,6 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-
-class AssetFile(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A generated file."""
-
-    url: Annotated[str, Meta(max_length=2000, pattern="^[^\\s]+$(?!\\n)")]
-    "Where the file is served, as a URL or a server path such as `/generated/<package id>/harbour.png`."
-    mime_type: Annotated[
-        str,
-        Meta(
-            max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
-        ),
-    ] = field(name="mimeType")
-    "The file's media type, such as `image/png` or `audio/wav`."
-
-
 Beat: TypeAlias = Annotated[str, Meta(max_length=300)]
 "One beat."
 
@@ -74,10 +59,21 @@ class Progression(Struct, forbid_unknown_fields=True, kw_only=True):
     "What the progress counts, such as `Clues Found`."
 
 
+class StoryNodeWebResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `draftNodeWeb` tool returns: how many of the act's locations the call wired."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    updated_locations: Annotated[int, Meta(ge=1, le=24)] = field(name="updatedLocations")
+    "How many locations the call wired."
+
+
 Key: TypeAlias = Annotated[str, Meta(max_length=60, min_length=1)]
 "One trigger keyword."
-AssetMap: TypeAlias = Annotated[dict["Slug", AssetFile], Meta(max_length=200)]
-"Generated files keyed by asset key."
+AssetUrl: TypeAlias = Annotated[str, Meta(max_length=2000, pattern="^[^\\s]+$(?!\\n)")]
+"Where a generated file is served: a URL or a server path, with no whitespace."
+BackgroundPrompt: TypeAlias = Annotated[str, Meta(max_length=1000, min_length=1)]
+"A prompt for a background image: 1 to 1000 characters."
 Comment: TypeAlias = Annotated[str, Meta(max_length=4000)]
 "A note for human readers. Programs ignore it; it is accepted so that annotated example files stay valid."
 DateTime: TypeAlias = Annotated[
@@ -95,12 +91,16 @@ Flag: TypeAlias = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_]{0,63}$(?!\\n)"
 "A story flag in snake_case, set by encounters and tested by prerequisites, such as `found_the_key`."
 Flags: TypeAlias = Annotated[list[Flag], Meta(max_length=12)]
 "A list of story flags."
+Genre: TypeAlias = Annotated[str, Meta(max_length=80, min_length=1)]
+"A genre, such as `mystery`."
 Language: TypeAlias = Annotated[str, Meta(pattern="^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$(?!\\n)")]
 "A BCP-47 language tag such as `en`, `fr` or `zh-Hant`."
 Line: TypeAlias = Annotated[str, Meta(max_length=300, min_length=1)]
 "One line of plain text."
 Lines: TypeAlias = Annotated[list[Line], Meta(max_length=12)]
 "A list of short texts."
+MusicPrompts: TypeAlias = Annotated[list[MusicPrompt], Meta(max_length=4, min_length=1)]
+"One to four weighted prompts for a location's ambient music."
 Priority: TypeAlias = Literal["low", "normal", "high", "urgent"]
 "How strongly the Director prefers the encounter when several are possible."
 Slug: TypeAlias = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_-]{0,63}$(?!\\n)")]
@@ -161,15 +161,18 @@ class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
     "True when the encounter can happen more than once."
 
 
-class Assets(Struct, forbid_unknown_fields=True, kw_only=True):
-    """The package's generated files."""
+class AssetFile(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A generated file."""
 
-    backgrounds: AssetMap
-    "Location backgrounds, keyed by each location's `location` key."
-    characters: AssetMap
-    "Character portraits, keyed by character id."
-    music: AssetMap
-    "Music, keyed by each location's `mood` key."
+    url: AssetUrl
+    "Where the file is served, as a URL or a server path such as `/generated/<package id>/harbour.png`."
+    mime_type: Annotated[
+        str,
+        Meta(
+            max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
+        ),
+    ] = field(name="mimeType")
+    "The file's media type, such as `image/png` or `audio/wav`."
 
 
 class ConditionalBranch(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -280,6 +283,15 @@ class Location(Struct, forbid_unknown_fields=True, kw_only=True):
     "Legacy scripted beats from older packages. The Director ignores them; new packages leave them out or empty."
 
 
+class NodeAssets(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The prompts a finalized location's background and music were made from."""
+
+    background_prompt: BackgroundPrompt = field(name="backgroundPrompt")
+    "The prompt of the background image."
+    music_prompts: MusicPrompts = field(name="musicPrompts")
+    "The weighted prompts of the ambient music."
+
+
 class NodeWebLocation(Struct, forbid_unknown_fields=True, kw_only=True):
     """One location as step 2 wires it."""
 
@@ -325,8 +337,19 @@ class PersonalArc(Struct, forbid_unknown_fields=True, kw_only=True):
     "The encounters of the arc."
 
 
+class StoryActOutlineResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `draftActOutline` tool returns: the act's id and title."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    id: Slug
+    "The act's id."
+    title: Title
+    "The act's title."
+
+
 class StoryCharacter(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `proposeCharacter` tool: one character, with an optional personal arc. The tool generates a portrait and answers `{"ok": true, "id": ..., "name": ..., "imageUrl": ...}`."""
+    """Input of the `proposeCharacter` tool: one character, with an optional personal arc. The tool generates a portrait and answers `{"ok": true, "id": ..., "name": ..., "imageUrl": ...}`. Decisions: it needs the premise first; character ids are unique in the draft, so proposing an id again is refused (change the character with `updateElement`); the ids of arc encounters are unique across the draft, as every encounter id is; an arc encounter's `arcCharacterId`, when given, is the character's own id, and its `requiredCharacters` name characters already proposed or this one; an empty `imagePrompt` asks for no portrait."""
 
     id: Slug
     "The character's id, a lower-case slug such as `ines_calder`; also the key of their portrait."
@@ -342,32 +365,69 @@ class StoryCharacter(Struct, forbid_unknown_fields=True, kw_only=True):
     "The character's personal arc, if they have one."
 
 
+class StoryCharacterResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `proposeCharacter` tool returns: the character's id and name, and where their portrait is served. Decision: a character whose `imagePrompt` is empty gets no portrait, and `imageUrl` is null."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    id: Slug
+    "The character's id."
+    name: Annotated[str, Meta(max_length=80, min_length=1)]
+    "The character's name as shown."
+    image_url: AssetUrl | None = field(name="imageUrl")
+    "Where the character's portrait is served, or null when the character has none."
+
+
 class StoryFinalizeNode(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `finalizeNode` tool, pipeline step 4: generate a location's background image and ambient music. The tool answers `{"ok": true, "id": ..., "title": ..., "backgroundUrl": ..., "musicUrl": ...}`."""
+    """Input of the `finalizeNode` tool, pipeline step 4: generate a location's background image and ambient music. The tool answers `{"ok": true, "id": ..., "title": ..., "backgroundUrl": ..., "musicUrl": ...}`. Decisions: it needs the location's encounters first; it asks the asset hook for the background, keyed by the location's `location`, and for the music, keyed by its `mood`; a key asked for again, by this location or another, is made again and replaces the earlier file."""
 
     act_id: Slug = field(name="actId")
     "The id of the act."
     node_id: Slug = field(name="nodeId")
     "The id of the location."
-    background_prompt: Annotated[str, Meta(max_length=1000, min_length=1)] = field(
-        name="backgroundPrompt"
-    )
+    background_prompt: BackgroundPrompt = field(name="backgroundPrompt")
     "The prompt for the background image."
-    music_prompts: Annotated[list[MusicPrompt], Meta(max_length=4, min_length=1)] = field(
-        name="musicPrompts"
-    )
+    music_prompts: MusicPrompts = field(name="musicPrompts")
     "Weighted prompts for the ambient music."
 
 
+class StoryFinalizeNodeResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `finalizeNode` tool returns: the location, and where its background and music are served."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    id: Slug
+    "The id of the location."
+    title: Title
+    "The location's name as shown."
+    background_url: AssetUrl = field(name="backgroundUrl")
+    "Where the location's background is served."
+    music_url: AssetUrl = field(name="musicUrl")
+    "Where the location's music is served."
+
+
 class StoryFinalizePackage(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `finalizePackage` tool: assemble the draft into a story package, validate it and save it. Planning ends with this call. The tool answers `{"ok": true, "packageId": ..., "title": ..., "totalNodes": n}`."""
+    """Input of the `finalizePackage` tool: assemble the draft into a story package, validate it and save it. Planning ends with this call. The tool answers `{"ok": true, "packageId": ..., "title": ..., "totalNodes": n}`. Decisions: it needs the premise, a character, an act, and every location of every act finalized, and names the first step missing. The package takes this `title` (the premise's stays in the draft), the premise's `genre`, the draft's locale as `language`, `createdAt` the moment it is finalized (UTC), `meta.totalNodes` the number of locations, `meta.generationMs` the draft's, `meta.estimatedDuration` as `A-B minutes`, from 10 to 20 seconds per expected frame of every location's encounters, rounded up; its assets hold only the keys it uses. The package is judged by `story-package` and its rules beyond the schema, every problem reported together with its JSON Pointer; a package that passes is saved, as JSON and into SQLite where the caller named them, and the draft is finalized: it takes no more calls."""
 
     title: Title
     "The story's final title."
 
 
+class StoryFinalizePackageResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `finalizePackage` tool returns: the package's id and title, and how many locations it holds."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    package_id: Uuid = field(name="packageId")
+    "The package's UUID, the draft's."
+    title: Title
+    "The story's final title."
+    total_nodes: Annotated[int, Meta(ge=1, le=1000)] = field(name="totalNodes")
+    "How many locations the package holds across all acts."
+
+
 class StoryNodeEncounters(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `draftNodeEncounters` tool, pipeline step 3: fill one location with a pool of encounters the Director may pick in any order. Every encounter should give progress, set a flag or add narrative value. The tool answers `{"ok": true, "updated": ..., "encounterCount": n}`."""
+    """Input of the `draftNodeEncounters` tool, pipeline step 3: fill one location with a pool of encounters the Director may pick in any order. Every encounter should give progress, set a flag or add narrative value. The tool answers `{"ok": true, "updated": ..., "encounterCount": n}`. Decisions: it needs the location's node web first; the encounters replace the location's pool, never extend it, and a finalized location keeps its assets (finalize it again to remake them); encounter ids are unique across the draft, every act and personal arc included; `requiredCharacters` name characters already proposed."""
 
     act_id: Slug = field(name="actId")
     "The id of the act."
@@ -377,8 +437,19 @@ class StoryNodeEncounters(Struct, forbid_unknown_fields=True, kw_only=True):
     "The location's encounters; at least one."
 
 
+class StoryNodeEncountersResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `draftNodeEncounters` tool returns: the location filled and the size of its pool, which the call's encounters replaced."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    updated: Slug
+    "The id of the location filled."
+    encounter_count: Annotated[int, Meta(ge=1, le=24)] = field(name="encounterCount")
+    "How many encounters the location's pool now holds."
+
+
 class StoryNodeWeb(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `draftNodeWeb` tool, pipeline step 2: wire an act's locations into a map the player can travel. Every location id must be one of the act's intended locations. The tool answers `{"ok": true, "updatedLocations": n}`."""
+    """Input of the `draftNodeWeb` tool, pipeline step 2: wire an act's locations into a map the player can travel. Every location id must be one of the act's intended locations. The tool answers `{"ok": true, "updatedLocations": n}`. Decisions: it needs the act's outline first; each location is one of the act's intended locations, named once per call; a call may wire some of them, and wiring a location again replaces its web and keeps its encounters and assets; connections go one way, as written (the tool adds no way back), and name other intended locations of the same act, each once; `requiredCharacters` name characters already proposed."""
 
     act_id: Slug = field(name="actId")
     "The id of the act whose locations these are."
@@ -386,8 +457,17 @@ class StoryNodeWeb(Struct, forbid_unknown_fields=True, kw_only=True):
     "The act's locations with their connections."
 
 
+class StoryPremiseResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `proposeStoryPremise` tool returns: the story's title, as the premise set it."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    title: Title
+    "The story's title."
+
+
 class StoryUpdateElement(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `updateElement` tool: change a drafted element after it was proposed. `act` needs `id`; `node` needs `actId` and `id`; `character` needs `id`. The changes use the field names of the element's own contract. The tool answers `{"ok": true, "updated": type, "id": ...}`."""
+    """Input of the `updateElement` tool: change a drafted element after it was proposed. `act` needs `id`; `node` needs `actId` and `id`; `character` needs `id`. The changes use the field names of the element's own contract. The tool answers `{"ok": true, "updated": type, "id": ...}`. Decisions: `premise` takes neither `id` nor `actId`, `character` and `act` need `id` and take no `actId`, `node` needs both; a call without an id its kind needs, or with one it takes not, is refused. The changes are merged at the top level: each field named replaces the element's whole (a list or an object is replaced, never merged) and the others stay; the element merged is then checked against its own contract (`story-premise`, `story-character`, `story-act-outline`, or a location of `story-node-web`) and the draft's decisions, and the call is refused whole at the first problem. `changes` may not name an `id`, an act's `intendedLocations` (outline the act again), nor anything a node's web does not hold; a node must be wired first. `regenerateImage` remakes a character's portrait or a finalized node's background, and is refused for the premise and an act, which have no image."""
 
     type: Literal["premise", "character", "act", "node"]
     "What kind of element to change: `premise`, `character`, `act` or `node` (a location)."
@@ -401,6 +481,17 @@ class StoryUpdateElement(Struct, forbid_unknown_fields=True, kw_only=True):
     "True to generate the element's image again after the change."
 
 
+class StoryUpdateElementResult(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the `updateElement` tool returns: the kind of element changed and, for all but the premise, its id."""
+
+    ok: bool
+    "Always true: a refused call returns an error instead."
+    updated: Literal["premise", "character", "act", "node"]
+    "The kind of element changed."
+    id: Slug | None = None
+    "The id of the character, act or node changed; null for the premise."
+
+
 class WorldInfo(Struct, forbid_unknown_fields=True, kw_only=True):
     """A piece of lore shown to the storyteller when one of its keywords comes up."""
 
@@ -412,6 +503,10 @@ class WorldInfo(Struct, forbid_unknown_fields=True, kw_only=True):
     "The lore itself."
     type: Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")]
     "What kind of entry this is, such as `lore`, `atmosphere` or `character`."
+
+
+AssetMap: TypeAlias = Annotated[dict[Slug, AssetFile], Meta(max_length=200)]
+"Generated files keyed by asset key."
 
 
 class Act(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -445,6 +540,17 @@ class Act(Struct, forbid_unknown_fields=True, kw_only=True):
     "The act's doom clock."
 
 
+class Assets(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The package's generated files."""
+
+    backgrounds: AssetMap
+    "Location backgrounds, keyed by each location's `location` key."
+    characters: AssetMap
+    "Character portraits, keyed by character id."
+    music: AssetMap
+    "Music, keyed by each location's `mood` key."
+
+
 class Character(Struct, forbid_unknown_fields=True, kw_only=True):
     """A character of the story."""
 
@@ -460,6 +566,19 @@ class Character(Struct, forbid_unknown_fields=True, kw_only=True):
     "The prompt for the character's portrait; may be empty (or blank) when no portrait is wanted. Otherwise `assets.characters` holds the portrait, keyed by the character's id."
     personal_arc: PersonalArc | UnsetType = field(default=UNSET, name="personalArc")
     "The character's personal arc, if they have one."
+
+
+class DraftLocation(Struct, forbid_unknown_fields=True, kw_only=True):
+    """One location of an act, at whatever pipeline step it has reached: a placeholder (no `web`), wired (no encounters yet), filled (not finalized yet) or finalized."""
+
+    id: Slug
+    "The location's id, one of the act's intended locations."
+    web: NodeWebLocation | None
+    "The location as the node web wired it, or null while it is a placeholder."
+    encounters: Annotated[list[Encounter], Meta(max_length=24)]
+    "The location's pool of encounters; empty until they are drafted."
+    finalized: NodeAssets | None
+    "The prompts of the location's assets, or null until the node is finalized."
 
 
 class Plot(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -488,7 +607,7 @@ class Plot(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class StoryActOutline(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `draftActOutline` tool, pipeline step 1: the act's skeleton, with its progress tracker, doom clock and the locations it will need. It creates one placeholder location per entry of `intendedLocations` and answers `{"ok": true, "id": ..., "title": ...}`."""
+    """Input of the `draftActOutline` tool, pipeline step 1: the act's skeleton, with its progress tracker, doom clock and the locations it will need. It creates one placeholder location per entry of `intendedLocations` and answers `{"ok": true, "id": ..., "title": ...}`. Decisions: it needs the premise first; intended locations are unique within the act, and a location id may recur in another act, where it is another location; outlining an act id again replaces its outline and placeholders while none of its locations is wired, and is refused once one is (change the act with `updateElement`)."""
 
     id: Slug
     "The act's id, such as `act_1`."
@@ -527,7 +646,7 @@ class StoryPackage(Struct, forbid_unknown_fields=True, kw_only=True):
     "When the package was finalized."
     title: Title
     "The story's title."
-    genre: Annotated[str, Meta(max_length=80, min_length=1)]
+    genre: Genre
     "The story's genre, such as `mystery` or `noir`."
     art_style: Annotated[str, Meta(max_length=300, min_length=1)] = field(name="artStyle")
     "The visual style for every generated image, such as `ink wash, muted colours`."
@@ -546,10 +665,12 @@ class StoryPackage(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class StoryPremise(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Input of the `proposeStoryPremise` tool, called once early in planning: the story's title, style, world and premise. The tool answers `{"ok": true, "title": ...}`."""
+    """Input of the `proposeStoryPremise` tool, called once early in planning: the story's title, style, world and premise. The tool answers `{"ok": true, "title": ...}`. Decisions: every other tool needs the premise first; a second premise is refused (change it with `updateElement`); `genre` is asked for here, since the package needs one and no other tool gives it; a premise that names a `language` sets the draft's locale, and one that does not takes the draft's locale."""
 
     title: Title
     "The story's title."
+    genre: Genre
+    "The story's genre, such as `mystery` or `noir`: the package's `genre`."
     art_style: Annotated[str, Meta(max_length=300, min_length=1)] = field(name="artStyle")
     "The visual style for every generated image, such as `ink wash, muted colours`."
     global_context: GlobalContext = field(name="globalContext")
@@ -565,8 +686,38 @@ class StoryPremise(Struct, forbid_unknown_fields=True, kw_only=True):
     )
     "Two or three kinds of ending the story can reach."
     language: Language = "en"
-    "The language of all player-facing text, as a BCP-47 tag. Absent: `en`."
+    "The language of all player-facing text, as a BCP-47 tag. Absent: the draft's locale, which is `en` unless the draft was started in another."
     global_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
         default=UNSET, name="globalWorldInfo"
     )
     "Lore for the whole story, triggered by keywords."
+
+
+class DraftAct(Struct, forbid_unknown_fields=True, kw_only=True):
+    """One act as drafted: its outline and a location per intended location."""
+
+    outline: StoryActOutline
+    "The act's outline as drafted and updated."
+    locations: Annotated[list[DraftLocation], Meta(max_length=24, min_length=1)]
+    "One entry per intended location, in the outline's order."
+
+
+class StoryDraft(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A story package being planned: what the eight tools have drafted so far, saved after every successful call so that it survives a restart and resumes identical. Only the tools change it. Each act goes through the pipeline location by location: an outline makes a placeholder per intended location, a node web wires it (`web`), encounters fill its pool, and finalizing the node records its asset prompts (`finalized`); `finalizePackage` comes last and closes the draft."""
+
+    package_id: Uuid = field(name="packageId")
+    "The UUID the package will have, assigned when the draft starts; it also names the draft's saved session."
+    locale: Language
+    "The language of the story, as a BCP-47 tag: the one the draft started with, until a premise names another."
+    status: Literal["drafting", "finalized"]
+    "`drafting` until `finalizePackage` succeeds, then `finalized`: a finalized draft takes no more calls."
+    generation_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="generationMs")
+    "The time the successful calls took, asset generation included, in milliseconds, up to a day: the package's `meta.generationMs`. Time between calls, and across a restart, does not count."
+    premise: StoryPremise | None
+    "The premise as proposed and updated, its `language` the draft's locale; null until one is proposed."
+    characters: Annotated[list[Character], Meta(max_length=40)]
+    "The characters in the order they were proposed; their ids are unique."
+    acts: Annotated[list[DraftAct], Meta(max_length=8)]
+    "The acts in the order they were first outlined; their ids are unique."
+    assets: Assets
+    "The files the asset hook made (or, by default, would make), keyed by asset key: a key asked for again is replaced."

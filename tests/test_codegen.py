@@ -257,6 +257,9 @@ def test_rules_beyond_types_names_what_msgspec_cannot_express() -> None:
     assert rules_beyond_types({"type": "object", "propertyNames": {"pattern": "^a"}}) == (
         "/propertyNames",
     )
+    # The generator types a boolean constant as `bool`: only the schema holds it to its value.
+    assert rules_beyond_types({"const": True}) == ("/const",)
+    assert rules_beyond_types({"const": "log"}) == ()
 
 
 @pytest.mark.parametrize(

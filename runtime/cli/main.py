@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from ..core.errors import UnknownContractError
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
+from ..story_packages import commands as story_package_commands
 from ..tool_plans import commands as tool_plan_commands
 from . import commands
 from .base import EXIT_INVALID, EXIT_USAGE, StandardOutput, StreamError, UsageError, complain
@@ -19,7 +20,12 @@ from .signals import Stopped, stop_signals, stopped
 __all__ = ["main"]
 
 # Each family registers its own commands (and options of `validate`).
-_FAMILIES = (tool_plan_commands, planning_block_commands, session_plan_commands)
+_FAMILIES = (
+    tool_plan_commands,
+    planning_block_commands,
+    session_plan_commands,
+    story_package_commands,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

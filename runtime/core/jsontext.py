@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import PlanContractsError
+from .errors import PlanContractsError, shown
 
 _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
@@ -291,3 +291,30 @@ def copy_json(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
             copy = node if leaf is None else leaf(node)
         parent[slot] = copy
     return root[0]
+
+
+_LONGEST_NAME = 60
+"The longest key written as it is, as long as `shown` quotes a value; the contracts' are shorter."
+
+
+def dotted(pointer: str) -> str:
+    """A JSON Pointer into a tool's arguments as a model writes it.
+
+    `/steps/0/title` is `steps[0].title`; the arguments as a whole (`""`) are
+    `arguments`. A key that is no plain name, such as an unknown field the
+    call named, is quoted and cut short (`steps[0]["due date"]`), so the
+    error stays one short line whatever the call held.
+    """
+    if not pointer:
+        return "arguments"
+    name = ""
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        plain = token.isascii() and len(token) <= _LONGEST_NAME
+        if plain and token.isdigit():
+            name += f"[{token}]"
+        elif plain and token.isidentifier():
+            name += f".{token}"
+        else:
+            name += f"[{shown(token)}]"
+    return name.removeprefix(".")

@@ -25,12 +25,12 @@ from ..cli.base import (
     reason,
     say,
 )
+from ..cli.calls import NoCall, read_call
 from ..cli.extras import require_extra
 from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
 from ..cli.signals import run_trio
-from ..core.errors import Violation, shown
-from ..core.jsontext import MalformedJSON, parse
+from ..core.errors import Violation
 from .prompt import PlanningStrategy
 from .prompt_commands import add_prompt_commands
 from .session import CallResult, Session
@@ -128,35 +128,18 @@ def _run(args: argparse.Namespace, out: Output) -> int:
     return status
 
 
-_CALL_KEYS = ("tool", "arguments")
-_SHAPE = '{"tool": NAME, "arguments": {...}}'
-
-
 def _call(session: Session, line: bytes | Violation) -> CallResult:
     """Apply one line's call; a line that is no call is refused as a call of no tool."""
-    if isinstance(line, Violation):
-        return _refused(session, None, line.message)
-    try:
-        call = parse(line)
-    except MalformedJSON as error:
-        return _refused(session, None, error.message)
-    if not isinstance(call, dict):
-        return _refused(session, None, f"a call is an object {_SHAPE}")
-    tool = call.get("tool")
-    extra = next((key for key in call if key not in _CALL_KEYS), None)
-    if extra is not None:
-        return _refused(
-            session, tool, f"unknown field {shown(extra)} in the call: a call is {_SHAPE}"
-        )
-    if not isinstance(tool, str):
-        names = ", ".join(tool.name for tool in TOOLS)
-        return _refused(session, None, f'"tool" must name a planning tool: {names}')
-    return session.call(tool, call.get("arguments", {}))
+    names = ", ".join(tool.name for tool in TOOLS)
+    call = read_call(line, f"a planning tool: {names}")
+    if isinstance(call, NoCall):
+        return _refused(session, call.tool, call.message)
+    return session.call(call.tool, call.arguments)
 
 
-def _refused(session: Session, tool: Any, message: str) -> CallResult:
+def _refused(session: Session, tool: str | None, message: str) -> CallResult:
     """A line refused before any tool saw it: the plan stays as it was."""
-    name = tool if isinstance(tool, str) else ""
+    name = tool or ""
     error = ToolValidationError(name, None, message)
     return CallResult(name, None, error, message, session.latest)
 

@@ -32,6 +32,7 @@ from ...generated import (
 )
 from ..core.contracts import contract_name, contract_schema
 from ..core.errors import PlanContractsError, shown
+from ..core.jsontext import dotted
 
 __all__ = ["TOOLS", "Tool", "ToolValidationError", "UnknownToolError", "tool_for", "tool_named"]
 
@@ -115,30 +116,3 @@ class UnknownToolError(ToolValidationError, LookupError):
         super().__init__(
             name, None, f"no planning tool is called {shown(name)}; the tools are: {known}"
         )
-
-
-_LONGEST_NAME = 60
-"The longest key written as it is, as long as `shown` quotes a value; the contracts' are shorter."
-
-
-def dotted(pointer: str) -> str:
-    """A JSON Pointer into a tool's arguments as a model writes it.
-
-    `/steps/0/title` is `steps[0].title`; the arguments as a whole (`""`) are
-    `arguments`. A key that is no plain name, such as an unknown field the
-    call named, is quoted and cut short (`steps[0]["due date"]`), so the
-    error stays one short line whatever the call held.
-    """
-    if not pointer:
-        return "arguments"
-    name = ""
-    for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        plain = token.isascii() and len(token) <= _LONGEST_NAME
-        if plain and token.isdigit():
-            name += f"[{token}]"
-        elif plain and token.isidentifier():
-            name += f".{token}"
-        else:
-            name += f"[{shown(token)}]"
-    return name.removeprefix(".")

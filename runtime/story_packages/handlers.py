@@ -1,0 +1,670 @@
+"""The tools' handlers: check a call's arguments and the draft, then change a copy of the draft.
+
+A call is checked in this order, and refused at the first problem with a
+`ToolValidationError`:
+
+1. the draft: a finalized draft takes no call, and every tool but
+   `proposeStoryPremise` needs the premise;
+2. its arguments, by the tool's input contract, whose schema holds every
+   limit (and, for `updateElement`, which ids each kind of element needs);
+3. the pipeline: the act outlined, the location wired, its encounters
+   drafted, every location finalized, as the step requires; the message
+   names the tool of the step that must come first;
+4. the references and ids the schemas' decisions state: intended
+   locations, connections, characters already proposed, ids unique.
+
+Only then does the handler change a copy of the draft (`drafts.opened`),
+asking the asset hook for files where the step makes some, and the copy is
+judged by the draft's contract as it becomes the new draft
+(`drafts.closed`). Texts are kept as given: the story's texts are any
+Unicode, and no tool trims them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from ...generated import (
+    STORY_ACT_OUTLINE,
+    STORY_CHARACTER,
+    STORY_FINALIZE_NODE,
+    STORY_NODE_ENCOUNTERS,
+    STORY_NODE_WEB,
+    STORY_PACKAGE,
+    STORY_PREMISE,
+    STORY_UPDATE_ELEMENT,
+    Contract,
+)
+from ...generated.story_packages import (
+    StoryActOutline,
+    StoryActOutlineResult,
+    StoryCharacter,
+    StoryCharacterResult,
+    StoryDraft,
+    StoryFinalizeNode,
+    StoryFinalizeNodeResult,
+    StoryFinalizePackage,
+    StoryFinalizePackageResult,
+    StoryNodeEncounters,
+    StoryNodeEncountersResult,
+    StoryNodeWeb,
+    StoryNodeWebResult,
+    StoryPackage,
+    StoryPremise,
+    StoryPremiseResult,
+    StoryUpdateElement,
+    StoryUpdateElementResult,
+)
+from ..core.errors import ContractError, shown
+from ..core.jsontext import escape_token
+from ..core.validation import convert
+from .assets import AssetGenerationError, AssetHook, AssetKind, AssetRequest
+from .drafts import Draft, closed, encounter_ids, opened, package_of
+from .tools import TOOLS, Tool, ToolValidationError, tool_for
+
+__all__ = ["HANDLERS", "Context", "Handled", "Handler"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a call needs besides the draft."""
+
+    assets: AssetHook
+    "Makes the portraits, backgrounds and music the steps ask for."
+    now: Callable[[], datetime]
+    "The time now, with its time zone: when a package is finalized."
+
+
+@dataclass(frozen=True)
+class Handled:
+    """What a call that succeeded did."""
+
+    result: msgspec.Struct
+    "What the tool returns: `{ok: true, ...}`, of the tool's result contract."
+    draft: StoryDraft
+    "The new draft."
+    message: str
+    "One line saying what the call did."
+    package: StoryPackage | None = None
+    "The package `finalizePackage` made, to be saved; None for the other tools."
+
+
+Handler = Callable[[StoryDraft, Any, Context], Handled]
+"A tool's handler: given the latest draft, the call's arguments and the context."
+
+
+# Names and messages ---------------------------------------------------------------------
+
+
+def _name(contract: Contract[Any]) -> str:
+    return tool_for(contract).name
+
+
+def _listed(ids: Iterable[str]) -> str:
+    names = [shown(each) for each in ids]
+    return ", ".join(names) if names else "none"
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+# Arguments and the draft's state ------------------------------------------------------------
+
+
+def _arguments(tool: Tool, value: Any) -> Any:
+    """The call's arguments converted to the tool's input type, or its first problem refused."""
+    try:
+        return convert(tool.parameters, value)
+    except ContractError as error:
+        # The first violation in document order: one problem, at one field, is
+        # what a model can act on; the next call shows the next one.
+        first = error.violations[0]
+        raise ToolValidationError(tool.name, first.pointer, first.message) from None
+
+
+def _drafting(tool: Tool, draft: StoryDraft) -> None:
+    if draft.status == "finalized":
+        raise ToolValidationError(
+            tool.name, None, f"the package {draft.package_id} is finalized: it takes no more calls"
+        )
+    if draft.premise is None and tool.parameters is not STORY_PREMISE:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"there is no premise yet: propose one with {_name(STORY_PREMISE)} first",
+        )
+
+
+def _act(tool: Tool, draft: Draft, act_id: str, field: str) -> Draft:
+    for act in draft["acts"]:
+        if act["outline"]["id"] == act_id:
+            found: Draft = act
+            return found
+    known = _listed(act["outline"]["id"] for act in draft["acts"])
+    raise ToolValidationError(
+        tool.name,
+        field,
+        f"no act {shown(act_id)} is outlined (the acts: {known}): "
+        f"outline it with {_name(STORY_ACT_OUTLINE)} first",
+    )
+
+
+def _location(tool: Tool, act: Draft, location_id: str, field: str) -> Draft:
+    for location in act["locations"]:
+        if location["id"] == location_id:
+            found: Draft = location
+            return found
+    raise ToolValidationError(tool.name, field, _not_intended(act, location_id))
+
+
+def _not_intended(act: Draft, location_id: str) -> str:
+    intended = _listed(location["id"] for location in act["locations"])
+    return (
+        f"{shown(location_id)} is not an intended location of act {shown(act['outline']['id'])}: "
+        f"they are {intended}"
+    )
+
+
+def _where(act: Draft, location: Draft) -> str:
+    return f"location {shown(location['id'])} of act {shown(act['outline']['id'])}"
+
+
+def _wired(tool: Tool, act: Draft, location: Draft) -> Draft:
+    if location["web"] is None:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"{_where(act, location)} is a placeholder: wire it with {_name(STORY_NODE_WEB)} first",
+        )
+    web: Draft = location["web"]
+    return web
+
+
+def _filled(tool: Tool, act: Draft, location: Draft) -> None:
+    _wired(tool, act, location)
+    if not location["encounters"]:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"{_where(act, location)} has no encounters: "
+            f"draft them with {_name(STORY_NODE_ENCOUNTERS)} first",
+        )
+
+
+def _unique(tool: Tool, ids: Iterable[tuple[str, str]], taken: Iterable[str], what: str) -> None:
+    """Refuse the first of `ids` (each with its pointer) that repeats one before it or `taken`."""
+    seen = set(taken)
+    for pointer, each in ids:
+        if each in seen:
+            raise ToolValidationError(
+                tool.name, pointer, f"{shown(each)} is already the id of {what}: ids are unique"
+            )
+        seen.add(each)
+
+
+def _characters_known(
+    tool: Tool, draft: Draft, ids: Iterable[tuple[str, str]], also: str = ""
+) -> None:
+    """Refuse the first of `ids` (each with its pointer) that names no character but `also`."""
+    known = [character["id"] for character in draft["characters"]]
+    for pointer, each in ids:
+        if each not in known and each != also:
+            raise ToolValidationError(
+                tool.name,
+                pointer,
+                f"no character {shown(each)} is proposed (the characters: {_listed(known)}): "
+                f"propose it with {_name(STORY_CHARACTER)} first",
+            )
+
+
+def _pointed(prefix: str, key: str, values: Iterable[str]) -> Iterator[tuple[str, str]]:
+    return ((f"{prefix}/{key}/{index}", each) for index, each in enumerate(values))
+
+
+def _made(tool: Tool, hook: AssetHook, request: AssetRequest) -> Draft:
+    """The file the hook made for `request`, as contract JSON; the call refused if it failed."""
+    try:
+        made = hook(request)
+    except AssetGenerationError as error:
+        raise ToolValidationError(
+            tool.name, None, f"the {request.kind} {shown(request.key)} was not made: {error}"
+        ) from None
+    file: Draft = msgspec.to_builtins(made)
+    return file
+
+
+def _asset(
+    tool: Tool, draft: Draft, context: Context, kind: AssetKind, key: str, prompts: list[Any]
+) -> str:
+    """Ask the hook for one asset, record its file under its key, and answer its URL."""
+    weighted = tuple((prompt["text"], prompt["weight"]) for prompt in prompts)
+    request = AssetRequest(draft["packageId"], kind, key, weighted, draft["premise"]["artStyle"])
+    file = _made(tool, context.assets, request)
+    folder = {"portrait": "characters", "background": "backgrounds", "music": "music"}[kind]
+    draft["assets"][folder][key] = file
+    url: str = file["url"]
+    return url
+
+
+def _image(prompt: str) -> list[Any]:
+    return [{"text": prompt, "weight": 1.0}]
+
+
+def _new(tool: Tool, draft: Draft) -> StoryDraft:
+    """The changed copy as the new draft; a limit of the draft's contract refuses the call."""
+    try:
+        return closed(draft)
+    except ContractError as error:
+        first = error.violations[0]
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"the draft would break its contract at {first.pointer}: {first.message}",
+        ) from None
+
+
+# The handlers ------------------------------------------------------------------------------
+
+
+def _premise(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryPremise = _arguments(tool, value)
+    if latest.premise is not None:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"the premise is already proposed: change it with {_name(STORY_UPDATE_ELEMENT)}",
+        )
+    draft = opened(latest)
+    premise: Draft = msgspec.to_builtins(arguments)
+    if "language" in value:  # named: it sets the locale; left out: it takes the locale
+        draft["locale"] = premise["language"]
+    premise["language"] = draft["locale"]
+    draft["premise"] = premise
+    result = StoryPremiseResult(ok=True, title=arguments.title)
+    return Handled(result, _new(tool, draft), f"The premise of {shown(arguments.title)} is set.")
+
+
+def _check_character(tool: Tool, draft: Draft, character: Draft, prefix: str) -> None:
+    """The arc encounters' ids, their character and the characters they require."""
+    own = character["id"]
+    arc = character.get("personalArc") or {}
+    encounters = arc.get("arcEncounters", [])
+    where = f"{prefix}/personalArc/arcEncounters"
+    others = [
+        each
+        for each in encounter_ids(draft)
+        if each not in _arc_ids(draft, own)  # the character's own arc is being replaced
+    ]
+    _unique(
+        tool,
+        ((f"{where}/{index}/id", encounter["id"]) for index, encounter in enumerate(encounters)),
+        others,
+        "an encounter",
+    )
+    for index, encounter in enumerate(encounters):
+        named = encounter.get("arcCharacterId", own)
+        if named != own:
+            raise ToolValidationError(
+                tool.name,
+                f"{where}/{index}/arcCharacterId",
+                f"is {shown(named)}, but the arc is {shown(own)}'s",
+            )
+        required = encounter.get("requiredCharacters", [])
+        _characters_known(
+            tool, draft, _pointed(f"{where}/{index}", "requiredCharacters", required), own
+        )
+
+
+def _arc_ids(draft: Draft, character_id: str) -> set[str]:
+    for character in draft["characters"]:
+        if character["id"] == character_id:
+            arc = character.get("personalArc") or {}
+            return {encounter["id"] for encounter in arc.get("arcEncounters", [])}
+    return set()
+
+
+def _portrait(tool: Tool, draft: Draft, context: Context, character: Draft) -> str | None:
+    if not character["imagePrompt"]:
+        return None  # an empty prompt asks for no portrait
+    return _asset(
+        tool, draft, context, "portrait", character["id"], _image(character["imagePrompt"])
+    )
+
+
+def _character(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryCharacter = _arguments(tool, value)
+    draft = opened(latest)
+    if any(character["id"] == arguments.id for character in draft["characters"]):
+        raise ToolValidationError(
+            tool.name,
+            "/id",
+            f"a character {shown(arguments.id)} is already proposed: "
+            f"change it with {_name(STORY_UPDATE_ELEMENT)}",
+        )
+    character: Draft = msgspec.to_builtins(arguments)
+    _check_character(tool, draft, character, "")
+    url = _portrait(tool, draft, context, character)
+    draft["characters"].append(character)
+    result = StoryCharacterResult(ok=True, id=arguments.id, name=arguments.name, image_url=url)
+    return Handled(result, _new(tool, draft), f"The character {shown(arguments.id)} is proposed.")
+
+
+def _outline(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryActOutline = _arguments(tool, value)
+    _unique(
+        tool,
+        _pointed("", "intendedLocations", arguments.intended_locations),
+        (),
+        "an intended location of the act",
+    )
+    draft = opened(latest)
+    outline: Draft = msgspec.to_builtins(arguments)
+    placeholders: list[Draft] = [
+        {"id": each, "web": None, "encounters": [], "finalized": None}
+        for each in arguments.intended_locations
+    ]
+    act = {"outline": outline, "locations": placeholders}
+    existing = next((each for each in draft["acts"] if each["outline"]["id"] == arguments.id), None)
+    with_placeholders = f"with {_counted(len(placeholders), 'placeholder location')}"
+    if existing is None:
+        draft["acts"].append(act)
+        message = f"The act {shown(arguments.id)} is outlined, {with_placeholders}."
+    else:
+        wired = [
+            location["id"] for location in existing["locations"] if location["web"] is not None
+        ]
+        if wired:
+            raise ToolValidationError(
+                tool.name,
+                "/id",
+                f"the act {shown(arguments.id)} is outlined already and its location "
+                f"{shown(wired[0])} is wired: change the act with {_name(STORY_UPDATE_ELEMENT)}",
+            )
+        draft["acts"][draft["acts"].index(existing)] = act
+        message = f"The act {shown(arguments.id)} is outlined again, {with_placeholders}."
+    result = StoryActOutlineResult(ok=True, id=arguments.id, title=arguments.title)
+    return Handled(result, _new(tool, draft), message)
+
+
+def _check_web(tool: Tool, draft: Draft, act: Draft, web: Draft, prefix: str) -> None:
+    """A wired location's connections and characters, at `prefix` in the arguments."""
+    intended = [location["id"] for location in act["locations"]]
+    seen: set[str] = set()
+    for pointer, each in _pointed(prefix, "connections", web["connections"]):
+        if each == web["id"]:
+            problem = "a location does not connect to itself"
+        elif each not in intended:
+            problem = _not_intended(act, each)
+        elif each in seen:
+            problem = f"{shown(each)} is named twice"
+        else:
+            seen.add(each)
+            continue
+        raise ToolValidationError(tool.name, pointer, problem)
+    _characters_known(
+        tool, draft, _pointed(prefix, "requiredCharacters", web["requiredCharacters"])
+    )
+
+
+def _node_web(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryNodeWeb = _arguments(tool, value)
+    draft = opened(latest)
+    act = _act(tool, draft, arguments.act_id, "/actId")
+    webs: list[Draft] = msgspec.to_builtins(arguments.locations)
+    _unique(
+        tool,
+        ((f"/locations/{index}/id", web["id"]) for index, web in enumerate(webs)),
+        (),
+        "a location of this call",
+    )
+    for index, web in enumerate(webs):
+        location = _location(tool, act, web["id"], f"/locations/{index}/id")
+        _check_web(tool, draft, act, web, f"/locations/{index}")
+        location["web"] = web  # its encounters and assets stay
+    result = StoryNodeWebResult(ok=True, updated_locations=len(webs))
+    message = f"Wired {_counted(len(webs), 'location')} of act {shown(arguments.act_id)}."
+    return Handled(result, _new(tool, draft), message)
+
+
+def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryNodeEncounters = _arguments(tool, value)
+    draft = opened(latest)
+    act = _act(tool, draft, arguments.act_id, "/actId")
+    location = _location(tool, act, arguments.node_id, "/nodeId")
+    _wired(tool, act, location)
+    encounters: list[Draft] = msgspec.to_builtins(arguments.encounters)
+    _unique(
+        tool,
+        ((f"/encounters/{index}/id", each["id"]) for index, each in enumerate(encounters)),
+        encounter_ids(draft, besides=(arguments.act_id, arguments.node_id)),
+        "an encounter",
+    )
+    for index, encounter in enumerate(encounters):
+        required = encounter.get("requiredCharacters", [])
+        _characters_known(
+            tool, draft, _pointed(f"/encounters/{index}", "requiredCharacters", required)
+        )
+    location["encounters"] = encounters  # the pool is replaced, never extended
+    result = StoryNodeEncountersResult(
+        ok=True, updated=arguments.node_id, encounter_count=len(encounters)
+    )
+    message = f"The pool of {_where(act, location)} holds {_counted(len(encounters), 'encounter')}."
+    return Handled(result, _new(tool, draft), message)
+
+
+def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryFinalizeNode = _arguments(tool, value)
+    draft = opened(latest)
+    act = _act(tool, draft, arguments.act_id, "/actId")
+    location = _location(tool, act, arguments.node_id, "/nodeId")
+    _filled(tool, act, location)
+    web = location["web"]
+    prompts: Draft = msgspec.to_builtins(arguments)
+    background = _asset(
+        tool, draft, context, "background", web["location"], _image(prompts["backgroundPrompt"])
+    )
+    music = _asset(tool, draft, context, "music", web["mood"], prompts["musicPrompts"])
+    location["finalized"] = {
+        "backgroundPrompt": prompts["backgroundPrompt"],
+        "musicPrompts": prompts["musicPrompts"],
+    }
+    result = StoryFinalizeNodeResult(
+        ok=True, id=web["id"], title=web["title"], background_url=background, music_url=music
+    )
+    return Handled(result, _new(tool, draft), f"{_where(act, location).capitalize()} is finalized.")
+
+
+# updateElement ----------------------------------------------------------------------------------
+
+
+def _merged(
+    tool: Tool, contract: Contract[Any], element: Draft, changes: Draft, fixed: tuple[str, ...]
+) -> Draft:
+    """`element` with `changes` merged at the top level, judged by `contract` as one of its own."""
+    for key in changes:
+        if key in fixed:
+            raise ToolValidationError(
+                tool.name,
+                f"/changes/{escape_token(key)}",
+                f"cannot be changed by {tool.name}" + _instead(contract, key),
+            )
+    merged = {**element, **changes}
+    wrapped, inside = _wrapped(contract, merged)
+    try:
+        convert(contract, wrapped)
+    except ContractError as error:
+        first = error.violations[0]
+        pointer = "/changes" + first.pointer.removeprefix(inside)
+        raise ToolValidationError(tool.name, pointer, first.message) from None
+    return merged
+
+
+def _instead(contract: Contract[Any], key: str) -> str:
+    if contract is STORY_ACT_OUTLINE and key == "intendedLocations":
+        return f": outline the act again with {_name(STORY_ACT_OUTLINE)}"
+    return ": ids are fixed"
+
+
+def _wrapped(contract: Contract[Any], element: Draft) -> tuple[Draft, str]:
+    """A document of `contract` holding `element`, and the pointer to it there."""
+    if contract is STORY_NODE_WEB:  # a location is judged as one of a node web
+        return {"actId": "a", "locations": [element]}, "/locations/0"
+    return element, ""
+
+
+_IDS = {"premise": (), "character": ("id",), "act": ("id",), "node": ("actId", "id")}
+"The ids each kind of element needs; it takes no other (the schema's description says so)."
+
+
+def _update(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryUpdateElement = _arguments(tool, value)
+    draft = opened(latest)
+    changes: Draft = value["changes"]
+    kind = arguments.type
+    for key in ("actId", "id"):
+        if key in _IDS[kind] and key not in value:
+            raise ToolValidationError(
+                tool.name, "", f"missing required field {shown(key)}: type {shown(kind)} needs it"
+            )
+        if key not in _IDS[kind] and key in value:
+            raise ToolValidationError(tool.name, f"/{key}", f"type {shown(kind)} takes no {key}")
+    element = arguments.id if isinstance(arguments.id, str) else None
+    act_id = arguments.act_id if isinstance(arguments.act_id, str) else ""
+    image: str | None = None
+    if kind == "premise":
+        if arguments.regenerate_image:
+            raise ToolValidationError(tool.name, "/regenerateImage", "the premise has no image")
+        premise = _merged(tool, STORY_PREMISE, draft["premise"], changes, ())
+        draft["locale"] = premise["language"]
+        draft["premise"] = premise
+    elif kind == "character":
+        index = _character_index(tool, draft, element or "")
+        character = _merged(tool, STORY_CHARACTER, draft["characters"][index], changes, ("id",))
+        _check_character(tool, draft, character, "/changes")
+        draft["characters"][index] = character
+        if arguments.regenerate_image:
+            image = _portrait(tool, draft, context, character)
+            if image is None:
+                raise ToolValidationError(
+                    tool.name, "/regenerateImage", "the character's imagePrompt is empty"
+                )
+    elif kind == "act":
+        if arguments.regenerate_image:
+            raise ToolValidationError(tool.name, "/regenerateImage", "an act has no image")
+        act = _act(tool, draft, element or "", "/id")
+        act["outline"] = _merged(
+            tool, STORY_ACT_OUTLINE, act["outline"], changes, ("id", "intendedLocations")
+        )
+    else:
+        act = _act(tool, draft, act_id, "/actId")
+        location = _location(tool, act, element or "", "/id")
+        web = _merged(tool, STORY_NODE_WEB, _wired(tool, act, location), changes, ("id",))
+        _check_web(tool, draft, act, web, "/changes")
+        location["web"] = web
+        if arguments.regenerate_image:
+            if location["finalized"] is None:
+                raise ToolValidationError(
+                    tool.name,
+                    "/regenerateImage",
+                    f"{_where(act, location)} has no image yet: "
+                    f"finalize it with {_name(STORY_FINALIZE_NODE)} first",
+                )
+            prompt = _image(location["finalized"]["backgroundPrompt"])
+            image = _asset(tool, draft, context, "background", web["location"], prompt)
+    result = StoryUpdateElementResult(ok=True, updated=kind, id=element)
+    named = "" if element is None else f" {shown(element)}"
+    again = ", its image made again" if image is not None else ""
+    return Handled(result, _new(tool, draft), f"Updated the {kind}{named}{again}.")
+
+
+def _character_index(tool: Tool, draft: Draft, character_id: str) -> int:
+    for index, character in enumerate(draft["characters"]):
+        if character["id"] == character_id:
+            return index
+    known = _listed(character["id"] for character in draft["characters"])
+    raise ToolValidationError(
+        tool.name,
+        "/id",
+        f"no character {shown(character_id)} is proposed (the characters: {known})",
+    )
+
+
+# finalizePackage ----------------------------------------------------------------------------------
+
+
+def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+    _drafting(tool, latest)
+    arguments: StoryFinalizePackage = _arguments(tool, value)
+    draft = opened(latest)
+    if not draft["characters"]:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"there is no character yet: propose one with {_name(STORY_CHARACTER)} first",
+        )
+    if not draft["acts"]:
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"there is no act yet: outline one with {_name(STORY_ACT_OUTLINE)} first",
+        )
+    for act in draft["acts"]:
+        for location in act["locations"]:
+            _filled(tool, act, location)
+            if location["finalized"] is None:
+                raise ToolValidationError(
+                    tool.name,
+                    None,
+                    f"{_where(act, location)} is not finalized: "
+                    f"finalize it with {_name(STORY_FINALIZE_NODE)} first",
+                )
+    document, problems = package_of(draft, arguments.title, context.now())
+    if problems:
+        first = problems[0]
+        more = "" if len(problems) == 1 else f" and {len(problems) - 1} more"
+        raise ToolValidationError(
+            tool.name,
+            None,
+            f"the package is not valid: {first.pointer or 'the package'}: {first.message}{more}",
+            problems,
+        )
+    package: StoryPackage = convert(STORY_PACKAGE, document)
+    draft["status"] = "finalized"
+    total = package.meta.total_nodes or 0
+    result = StoryFinalizePackageResult(
+        ok=True, package_id=package.id, title=package.title, total_nodes=total
+    )
+    message = (
+        f"The package {shown(package.title)} is finalized, with {_counted(total, 'location')}."
+    )
+    return Handled(result, _new(tool, draft), message, package)
+
+
+_BY_PARAMETERS: dict[type[Any], Callable[[Tool, StoryDraft, Any, Context], Handled]] = {
+    StoryPremise: _premise,
+    StoryCharacter: _character,
+    StoryActOutline: _outline,
+    StoryNodeWeb: _node_web,
+    StoryNodeEncounters: _encounters,
+    StoryFinalizeNode: _finalize_node,
+    StoryUpdateElement: _update,
+    StoryFinalizePackage: _finalize_package,
+}
+HANDLERS: dict[str, Handler] = {
+    tool.name: partial(_BY_PARAMETERS[tool.parameters.type], tool) for tool in TOOLS
+}
+"Each tool's handler, by the tool's name."

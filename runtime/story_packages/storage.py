@@ -1,0 +1,149 @@
+"""Where drafts and packages are kept: SQLite through the standard library, and JSON files.
+
+A `DraftStore` is one SQLite database holding a table of drafts, one row per
+session (its package id) with the draft as its contract JSON, and a table of
+finalized packages, one row per package id. `write_package` saves a package
+as a JSON file named after its id in a folder. Whatever is read back is
+judged by its contract (`story-draft`, `story-package`) before it is used,
+and decodes to a value equal to the one saved.
+
+    store = DraftStore(Path("stories.db"))
+    store.save_draft(draft)
+    store.load_draft(draft.package_id) == draft     # True
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+import msgspec
+
+from ...generated import STORY_DRAFT, STORY_PACKAGE
+from ...generated.story_packages import StoryDraft, StoryPackage
+from ..core.errors import PlanContractsError, shown
+from ..core.validation import decode
+
+__all__ = ["DraftStore", "StoreError", "read_package", "write_package"]
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS packages (id TEXT PRIMARY KEY, package TEXT NOT NULL)",
+)
+
+
+class StoreError(PlanContractsError):
+    """A database that cannot be used (not SQLite, unreadable), or lacks what is asked."""
+
+
+class DraftStore:
+    """The drafts and packages of one SQLite database, made at `path` if it is not there."""
+
+    def __init__(self, path: Path) -> None:
+        """Open (or make) the database at `path`. Raises `StoreError` when it cannot be used."""
+        self.path = path
+        try:
+            self._connection = sqlite3.connect(path)
+            with self._connection:
+                for table in _TABLES:
+                    self._connection.execute(table)
+        except sqlite3.Error as error:
+            raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
+
+    def __enter__(self) -> DraftStore:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database."""
+        self._connection.close()
+
+    def save_draft(self, draft: StoryDraft) -> None:
+        """Save `draft` in its session's row, replacing what was there. Raises `StoreError`."""
+        self._save("drafts", "draft", draft.package_id, msgspec.json.encode(draft))
+
+    def load_draft(self, session: str) -> StoryDraft:
+        """The draft saved for `session`. Raises `StoreError` if there is none or it is invalid."""
+        text = self._load("drafts", "draft", session, "draft")
+        try:
+            return decode(STORY_DRAFT, text)
+        except PlanContractsError as error:
+            raise StoreError(
+                f"the draft {shown(session)} in {self.path} is not valid: {error}"
+            ) from None
+
+    def save_package(self, package: StoryPackage) -> None:
+        """Save `package` in its id's row, replacing what was there. Raises `StoreError`."""
+        self._save("packages", "package", package.id, msgspec.json.encode(package))
+
+    def load_package(self, package_id: str) -> StoryPackage:
+        """The package saved as `package_id`. Raises `StoreError` if none is, or it is invalid."""
+        text = self._load("packages", "package", package_id, "package")
+        try:
+            return decode(STORY_PACKAGE, text)
+        except PlanContractsError as error:
+            raise StoreError(
+                f"the package {shown(package_id)} in {self.path} is not valid: {error}"
+            ) from None
+
+    def sessions(self) -> list[str]:
+        """The ids of the drafts saved, sorted."""
+        rows = self._connection.execute("SELECT id FROM drafts ORDER BY id").fetchall()
+        return [row[0] for row in rows]
+
+    def _save(self, table: str, column: str, key: str, value: bytes) -> None:
+        try:
+            with self._connection:  # one transaction: committed, or rolled back on error
+                self._connection.execute(
+                    f"INSERT INTO {table} (id, {column}) VALUES (?, ?) "
+                    f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}",
+                    (key, value.decode()),
+                )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot save the {column} in {self.path}: {error}") from None
+
+    def _load(self, table: str, column: str, key: str, what: str) -> str:
+        try:
+            row = self._connection.execute(
+                f"SELECT {column} FROM {table} WHERE id = ?",
+                (key,),
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot read {self.path}: {error}") from None
+        if row is None:
+            raise StoreError(f"no {what} {shown(key)} in {self.path}")
+        text: str = row[0]
+        return text
+
+
+def write_package(package: StoryPackage, folder: Path) -> Path:
+    """Save `package` as `<folder>/<package id>.json`, whole or not at all; return its path.
+
+    The file is written beside its final name and renamed over it, so a
+    reader never sees half a package. Raises OSError when it cannot be written.
+    """
+    path = folder / f"{package.id}.json"
+    with tempfile.NamedTemporaryFile("wb", dir=folder, suffix=".part", delete=False) as part:
+        name = part.name
+    try:
+        Path(name).write_bytes(msgspec.json.encode(package) + b"\n")
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_package(path: Path) -> StoryPackage:
+    """The package saved at `path`, judged by its contract. Raises OSError or `ContractError`."""
+    return decode(STORY_PACKAGE, path.read_bytes())
