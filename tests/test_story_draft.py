@@ -106,7 +106,7 @@ def outline(id: str = "act_1", locations: tuple[str, ...] = ("lamp", "harbour"))
         "scenarioContext": "The lamp writes it.",
         "narrativeGuidelines": "Hint, never show.",
         "intendedLocations": list(locations),
-        "globalProgression": {"requiredValue": 2, "trackerLabel": "Entries Explained"},
+        "globalProgression": {"requiredValue": 1, "trackerLabel": "Entries Explained"},
     }
 
 
