@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import plancontracts
-from plancontracts import PlanContractsError
+from plancontracts import PlanContractsError, generated
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "runtime"
@@ -136,6 +136,18 @@ def test_the_public_names_are_listed_once_and_each_imports() -> None:
     # of tests/ reports this ignore as unused should the names turn Any for it.
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         _ = plancontracts.nosuch  # type: ignore[attr-defined]
+
+
+def test_every_contract_has_its_handle_in_the_public_front() -> None:
+    handles = {
+        name
+        for name, value in vars(generated).items()
+        if isinstance(value, generated.Contract) and name.isupper()
+    }
+    assert {contract.name for contract in (getattr(generated, name) for name in handles)} == set(
+        generated.CONTRACTS
+    )
+    assert handles <= set(plancontracts.__all__)
 
 
 # Raised for control flow inside the package, never out of it.

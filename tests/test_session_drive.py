@@ -23,7 +23,7 @@ from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
-from plancontracts import SESSION_PLAN, decode
+from plancontracts import SESSION_PLAN, SESSION_SETUP_PLAN, decode
 from plancontracts.runtime.core.errors import ContractError
 from plancontracts.runtime.core.validation import convert
 from plancontracts.runtime.model.chat import render_chat
@@ -40,7 +40,7 @@ from plancontracts.runtime.session_plans.drive import (
 )
 from plancontracts.runtime.session_plans.session import Session
 from plancontracts.runtime.session_plans.steps import MAX_OBJECTIVE
-from plancontracts.runtime.session_plans.tools import TOOLS, tool_named
+from plancontracts.runtime.session_plans.tools import TOOLS
 
 OBJECTIVE = "Triage the open bug reports"
 
@@ -89,7 +89,7 @@ def test_every_call_the_profile_allows_passes_its_tools_contract(
     profile = call_profile(plan, OBJECTIVE)
     call = data.draw(valid_documents(profile), label="call")
     assert Draft202012Validator(profile).is_valid(call)
-    tool = tool_named(call["tool"])
+    tool = TOOLS.named(call["tool"])
     convert(tool.parameters, call["arguments"])  # the contract and its rules: raises if not
     if tool.name == "planning_setup_plan":
         assert call["arguments"]["objective"] == OBJECTIVE
@@ -103,7 +103,7 @@ def test_the_profile_leaves_an_objective_the_contract_refuses_to_the_model() -> 
     setup = call_profile(None, "Tri\u00e9r les bugs")["anyOf"][0]["properties"]["arguments"]
     assert "const" not in setup["properties"]["objective"]
     with pytest.raises(ContractError):
-        convert(TOOLS[0].parameters, {"objective": "Tri\u00e9r les bugs"})
+        convert(SESSION_SETUP_PLAN, {"objective": "Tri\u00e9r les bugs"})
 
 
 def test_an_update_in_the_profile_always_changes_something() -> None:
@@ -179,7 +179,7 @@ def test_the_model_keeps_a_plan_with_calls_that_are_all_well_formed(driver: Driv
     first = drive.calls[0]
     assert (first.tool, first.result.ok) == ("planning_setup_plan", True)
     for call in drive.calls:  # each passed its contract before it was applied (or ProfileBug)
-        convert(tool_named(call.tool).parameters, call.arguments)
+        convert(TOOLS.named(call.tool).parameters, call.arguments)
     plan = drive.session.latest
     assert plan is not None
     assert plan.objective == OBJECTIVE

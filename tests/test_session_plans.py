@@ -46,23 +46,18 @@ from plancontracts.generated.session_plans import (
 )
 from plancontracts.runtime.core.contracts import contract_schema, field_bound
 from plancontracts.runtime.core.errors import PlanContractsError
+from plancontracts.runtime.core.tools import ToolValidationError, UnknownToolError
 from plancontracts.runtime.session_plans.rules import RULES
 from plancontracts.runtime.session_plans.session import CallResult, Session
 from plancontracts.runtime.session_plans.steps import MAX_NOTES, MAX_STEPS, step_id, step_number
-from plancontracts.runtime.session_plans.tools import (
-    TOOLS,
-    ToolValidationError,
-    UnknownToolError,
-    tool_for,
-    tool_named,
-)
+from plancontracts.runtime.session_plans.tools import TOOLS
 
-SETUP = tool_for(SESSION_SETUP_PLAN).name
-ADD = tool_for(SESSION_ADD_STEP).name
-UPDATE = tool_for(SESSION_UPDATE_STEP).name
-MARK = tool_for(SESSION_MARK_STEP).name
-CLEAR = tool_for(SESSION_CLEAR_PLAN).name
-READ = tool_for(SESSION_READ_PLAN).name
+SETUP = TOOLS.taking(SESSION_SETUP_PLAN).name
+ADD = TOOLS.taking(SESSION_ADD_STEP).name
+UPDATE = TOOLS.taking(SESSION_UPDATE_STEP).name
+MARK = TOOLS.taking(SESSION_MARK_STEP).name
+CLEAR = TOOLS.taking(SESSION_CLEAR_PLAN).name
+READ = TOOLS.taking(SESSION_READ_PLAN).name
 CHANGING = (SETUP, ADD, UPDATE, MARK, CLEAR)
 "The tools that make a new plan when they succeed; reading makes none."
 
@@ -952,7 +947,7 @@ def _assert_valid(tool: str, done: CallResult) -> None:
     assert list(RULES[SESSION_PLAN.name].find(plan)) == []
     assert violations(SESSION_PLAN, plan) == ()
     assert decode(SESSION_PLAN, msgspec.json.encode(done.plan)) == done.plan
-    parameters = tool_named(tool).parameters
+    parameters = TOOLS.named(tool).parameters
     result = json.loads(msgspec.json.encode(done.result))
     assert violations(parameters, result) == ()
     if parameters.name in RULES:

@@ -56,16 +56,16 @@ from plancontracts.runtime.story_packages.storage import (
     read_package,
     write_package,
 )
-from plancontracts.runtime.story_packages.tools import TOOLS, tool_for
+from plancontracts.runtime.story_packages.tools import TOOLS
 
-PREMISE = tool_for(STORY_PREMISE).name
-CHARACTER = tool_for(STORY_CHARACTER).name
-OUTLINE = tool_for(STORY_ACT_OUTLINE).name
-WEB = tool_for(STORY_NODE_WEB).name
-ENCOUNTERS = tool_for(STORY_NODE_ENCOUNTERS).name
-FINALIZE_NODE = tool_for(STORY_FINALIZE_NODE).name
-UPDATE = tool_for(STORY_UPDATE_ELEMENT).name
-FINALIZE = tool_for(STORY_FINALIZE_PACKAGE).name
+PREMISE = TOOLS.taking(STORY_PREMISE).name
+CHARACTER = TOOLS.taking(STORY_CHARACTER).name
+OUTLINE = TOOLS.taking(STORY_ACT_OUTLINE).name
+WEB = TOOLS.taking(STORY_NODE_WEB).name
+ENCOUNTERS = TOOLS.taking(STORY_NODE_ENCOUNTERS).name
+FINALIZE_NODE = TOOLS.taking(STORY_FINALIZE_NODE).name
+UPDATE = TOOLS.taking(STORY_UPDATE_ELEMENT).name
+FINALIZE = TOOLS.taking(STORY_FINALIZE_PACKAGE).name
 MOST_MS = field_bound(StoryDraft, "generation_ms", "le")
 NOW = datetime(2026, 11, 20, 18, 45, tzinfo=UTC)
 

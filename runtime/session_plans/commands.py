@@ -31,11 +31,12 @@ from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
 from ..cli.signals import run_trio
 from ..core.errors import Violation
+from ..core.tools import ToolValidationError
 from .prompt import PlanningStrategy
 from .prompt_commands import add_prompt_commands
 from .session import CallResult, Session
 from .steps import MAX_OBJECTIVE
-from .tools import TOOLS, ToolValidationError
+from .tools import TOOLS
 
 __all__ = ["RULES_OPTIONS", "register"]
 

@@ -34,6 +34,7 @@ from ..core.contracts import contract_schema
 from ..core.errors import ContractError
 from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug, every_field_written
 from ..core.schema_text import display_pattern
+from ..core.tools import Tool, ToolValidationError
 from ..core.validation import convert
 from ..model.chat import Message, render_chat
 from ..model.generation import ModelWriter, load_model, say_on_stderr
@@ -42,7 +43,7 @@ from .prompt import PlanningStrategy, planning_section
 from .rules import UPDATE_STEP_RULES
 from .session import CallResult, Session
 from .steps import MAX_OBJECTIVE, id_pattern
-from .tools import TOOLS, Tool, ToolValidationError, tool_named
+from .tools import TOOLS
 
 __all__ = [
     "CALL_BOUNDS",
@@ -305,7 +306,7 @@ class Driver:
 
 def _made(session: Session, name: str, arguments: dict[str, Any]) -> ToolCall:
     """Apply the call the model wrote, first checking that the profile kept it well formed."""
-    tool = tool_named(name)
+    tool = TOOLS.named(name)
     try:
         convert(tool.parameters, arguments)
     except ContractError as error:

@@ -41,10 +41,11 @@ from ...generated.session_plans import (
 )
 from ..core.contracts import contract_schema
 from ..core.errors import ContractError, Violation, shown
+from ..core.tools import Tool, ToolValidationError
 from ..core.validation import convert
 from . import reducers
 from .steps import MAX_NOTES, MAX_STEPS, step_id
-from .tools import TOOLS, Tool, ToolValidationError, tool_for
+from .tools import TOOLS
 
 __all__ = ["HANDLERS", "Handled", "Handler"]
 
@@ -203,7 +204,7 @@ def _definition_at(schema: dict[str, Any], pointer: str) -> dict[str, Any] | Non
 
 
 def _setup_name() -> str:
-    return tool_for(SESSION_SETUP_PLAN).name
+    return TOOLS.taking(SESSION_SETUP_PLAN).name
 
 
 def _existing(tool: Tool, plan: SessionPlan | None) -> SessionPlan:
@@ -217,7 +218,7 @@ def _existing(tool: Tool, plan: SessionPlan | None) -> SessionPlan:
 def _active(tool: Tool, plan: SessionPlan | None, doing: str) -> SessionPlan:
     plan = _existing(tool, plan)
     if plan.status == "completed":
-        mark = tool_for(SESSION_MARK_STEP).name
+        mark = TOOLS.taking(SESSION_MARK_STEP).name
         raise ToolValidationError(
             tool.name,
             None,

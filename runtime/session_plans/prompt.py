@@ -22,7 +22,8 @@ from typing import Any
 
 from ..core.contracts import contract_schema
 from ..core.schema_text import between, display_pattern
-from .tools import TOOLS, Tool
+from ..core.tools import Tool
+from .tools import TOOLS
 
 __all__ = [
     "PlanningStrategy",

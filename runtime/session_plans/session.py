@@ -24,8 +24,9 @@ from typing import Any
 import msgspec
 
 from ...generated.session_plans import SessionPlan
+from ..core.tools import ToolValidationError
 from .handlers import HANDLERS
-from .tools import ToolValidationError, UnknownToolError
+from .tools import TOOLS
 
 __all__ = ["CallResult", "Session"]
 
@@ -82,9 +83,7 @@ class Session:
         """
         latest = self.latest
         try:
-            handler = HANDLERS.get(tool)
-            if handler is None:
-                raise UnknownToolError(tool)
+            handler = HANDLERS[TOOLS.named(tool).name]  # UnknownToolError names the tools
             handled = handler(latest, arguments)
         except ToolValidationError as error:
             return CallResult(tool, None, error, str(error), latest)

@@ -22,9 +22,10 @@ from ..cli.calls import NoCall, read_call
 from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes
 from ..core.errors import Violation, shown
+from ..core.tools import ToolValidationError
 from .session import CallResult, Session
 from .storage import DraftStore, StoreError
-from .tools import TOOLS, ToolValidationError
+from .tools import TOOLS
 
 __all__ = ["RULES_OPTIONS", "register"]
 

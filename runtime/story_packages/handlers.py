@@ -63,10 +63,11 @@ from ...generated.story_packages import (
 )
 from ..core.errors import ContractError, shown
 from ..core.jsontext import escape_token
+from ..core.tools import Tool, ToolValidationError
 from ..core.validation import convert
 from .assets import AssetGenerationError, AssetHook, AssetKind, AssetRequest
 from .drafts import Draft, closed, encounter_ids, opened, package_of
-from .tools import TOOLS, Tool, ToolValidationError, tool_for
+from .tools import TOOLS
 
 __all__ = ["HANDLERS", "Context", "Handled", "Handler"]
 
@@ -103,7 +104,7 @@ Handler = Callable[[StoryDraft, Any, Context], Handled]
 
 
 def _name(contract: Contract[Any]) -> str:
-    return tool_for(contract).name
+    return TOOLS.taking(contract).name
 
 
 def _listed(ids: Iterable[str]) -> str:

@@ -28,11 +28,12 @@ import msgspec
 
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.contracts import field_bound
+from ..core.tools import ToolValidationError
 from .assets import AssetHook, RecordingAssets
 from .drafts import new_draft
 from .handlers import HANDLERS, Context
 from .storage import DraftStore, StoreError, write_package
-from .tools import ToolValidationError, UnknownToolError
+from .tools import TOOLS
 
 __all__ = ["CallResult", "Session"]
 
@@ -111,9 +112,7 @@ class Session:
         latest = self._draft
         started = time.monotonic()
         try:
-            handler = HANDLERS.get(tool)
-            if handler is None:
-                raise UnknownToolError(tool)
+            handler = HANDLERS[TOOLS.named(tool).name]  # UnknownToolError names the tools
             handled = handler(latest, arguments, self._context)
             spent = round((time.monotonic() - started) * 1000)
             draft = msgspec.structs.replace(
