@@ -1,19 +1,26 @@
-"""Reading one tool call from a line of NDJSON: `{"tool": NAME, "arguments": {...}}`.
+"""Tool calls from lines of NDJSON, `{"tool": NAME, "arguments": {...}}`, and their outcomes.
 
-The families' `run` commands apply such lines to a session, in order; a line
-that is no call is refused before any tool sees it, and what it named as its
-tool, if anything, is kept for the outcome line.
+The families' `run` commands apply such lines to a session, in order
+(`run_calls`); a line that is no call is refused before any tool sees it,
+and what it named as its tool, if anything, is kept for the outcome line.
+Each call's outcome is one line of JSON (`outcome`), written at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import msgspec
 
 from ..core.errors import Violation, shown
 from ..core.jsontext import MalformedJSON, parse
+from ..core.tools import ToolValidationError
+from .base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason
+from .inputs import lines_of, opened, unreadable
 
-__all__ = ["CALL_SHAPE", "Call", "NoCall", "read_call"]
+__all__ = ["CALL_SHAPE", "Call", "Done", "NoCall", "outcome", "read_call", "run_calls"]
 
 CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
 "What a call line holds; `arguments` may be left out when a tool takes none."
@@ -58,3 +65,72 @@ def read_call(line: bytes | Violation, tools: str) -> Call | NoCall:
     if named is None:
         return NoCall(None, f'"tool" must name {tools}')
     return Call(named, call.get("arguments", {}))
+
+
+class Done(Protocol):
+    """What a family's session says one call did."""
+
+    @property
+    def tool(self) -> str: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def error(self) -> ToolValidationError | None: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+
+
+def outcome(done: Done) -> dict[str, Any]:
+    """The tool, whether the call succeeded, and its message and result, or its error.
+
+    The error is its `field` (a JSON Pointer into the arguments, or null)
+    and `message`, with the `violations` of a document it refused, if any.
+    """
+    record: dict[str, Any] = {"tool": done.tool or None, "ok": done.ok}
+    if done.error is None:
+        record["message"] = done.message
+        record["result"] = done.result
+        return record
+    error: dict[str, Any] = {"field": done.error.field, "message": done.message}
+    if done.error.violations:
+        error["violations"] = [
+            {"pointer": each.pointer, "message": each.message} for each in done.error.violations
+        ]
+    record["error"] = error
+    return record
+
+
+def run_calls(
+    path: str,
+    max_bytes: int,
+    out: Output,
+    apply: Callable[[bytes | Violation], Done],
+    after: Callable[[Done], dict[str, Any]],
+) -> int:
+    """Apply each line of the file `path` (`-`: standard input) with `apply`, in order.
+
+    Each line's outcome is written at once, as one line of JSON: its number,
+    `outcome(done)`, then what `after(done)` adds (the plan after the call,
+    say). Returns the exit status: EXIT_OK when every call succeeded,
+    EXIT_INVALID when any was refused. Raises UsageError when the file
+    cannot be opened and StreamError when it cannot be read.
+    """
+    try:
+        calls = opened(path)
+    except OSError as error:
+        raise UsageError(f"{label(path)}: {unreadable(error)}") from None
+    status = EXIT_OK
+    try:
+        with calls as stream:
+            for number, line in lines_of(stream, max_bytes):
+                done = apply(line)
+                record = {"line": number, **outcome(done), **after(done)}
+                out.write(msgspec.json.encode(record).decode() + "\n")
+                out.flush()  # a reader of a pipe sees each call as it is applied
+                if not done.ok:
+                    status = EXIT_INVALID
+    except OSError as error:
+        raise StreamError(f"cannot read {label(path)}: {reason(error)}") from error
+    return status

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 
@@ -19,15 +19,12 @@ from ..cli.base import (
     EXIT_INVALID,
     EXIT_OK,
     Output,
-    StreamError,
     UsageError,
     label,
-    reason,
     say,
 )
-from ..cli.calls import NoCall, read_call
+from ..cli.calls import NoCall, outcome, read_call, run_calls
 from ..cli.extras import require_extra
-from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
 from ..cli.signals import run_trio
 from ..core.errors import Violation
@@ -110,23 +107,9 @@ _SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, add_prompt_comman
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
-    try:
-        calls = opened(args.calls)
-    except OSError as error:
-        raise UsageError(f"{label(args.calls)}: {unreadable(error)}") from None
     session = Session(keep=1)  # each line shows the plan: no need to keep the others
-    status = EXIT_OK
-    try:
-        with calls as stream:
-            for number, line in lines_of(stream, args.max_bytes):
-                done = _call(session, line)
-                out.write(_outcome(number, done) + "\n")
-                out.flush()  # a reader of a pipe sees each call as it is applied
-                if not done.ok:
-                    status = EXIT_INVALID
-    except OSError as error:
-        raise StreamError(f"cannot read {label(args.calls)}: {reason(error)}") from error
-    return status
+    apply = partial(_call, session)
+    return run_calls(args.calls, args.max_bytes, out, apply, lambda done: {"plan": session.latest})
 
 
 def _call(session: Session, line: bytes | Violation) -> CallResult:
@@ -143,23 +126,6 @@ def _refused(session: Session, tool: str | None, message: str) -> CallResult:
     name = tool or ""
     error = ToolValidationError(name, None, message)
     return CallResult(name, None, error, message, session.latest)
-
-
-def _outcome(number: int, done: CallResult) -> str:
-    """One call's outcome as one line of JSON: what it returned or why it was refused, the plan."""
-    record = {"line": number, **_did(done), "plan": done.plan}
-    return msgspec.json.encode(record).decode()
-
-
-def _did(done: CallResult) -> dict[str, Any]:
-    """The tool, whether it succeeded, and its message and result or its error."""
-    record: dict[str, Any] = {"tool": done.tool or None, "ok": done.ok}
-    if done.error is None:
-        record["message"] = done.message
-        record["result"] = done.result
-    else:
-        record["error"] = {"field": done.error.field, "message": done.message}
-    return record
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
@@ -179,7 +145,7 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
     drive = Drive(objective)
 
     def printed(call: ToolCall) -> None:
-        record = {"call": len(drive.calls), **_did(call.result), "arguments": call.arguments}
+        record = {"call": len(drive.calls), **outcome(call.result), "arguments": call.arguments}
         out.write(msgspec.json.encode(record).decode() + "\n")
         out.flush()  # each call shows as it is made
 

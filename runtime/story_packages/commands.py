@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import uuid
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-import msgspec
-
-from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason
-from ..cli.calls import NoCall, read_call
-from ..cli.inputs import lines_of, opened, unreadable
+from ..cli.base import Output, UsageError, label
+from ..cli.calls import NoCall, read_call, run_calls
 from ..cli.options import RulesOption, add_max_bytes
 from ..core.errors import Violation, shown
 from ..core.tools import ToolValidationError
@@ -74,21 +71,13 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     with ExitStack() as stack:
         session = _session(args, stack)
-        try:
-            calls = stack.enter_context(opened(args.calls))
-        except OSError as error:
-            raise UsageError(f"{label(args.calls)}: {unreadable(error)}") from None
-        status = EXIT_OK
-        try:
-            for number, line in lines_of(calls, args.max_bytes):
-                done = _call(session, line)
-                out.write(_outcome(number, done) + "\n")
-                out.flush()  # a reader of a pipe sees each call as it is applied
-                if not done.ok:
-                    status = EXIT_INVALID
-        except OSError as error:
-            raise StreamError(f"cannot read {label(args.calls)}: {reason(error)}") from error
-    return status
+        return run_calls(
+            args.calls,
+            args.max_bytes,
+            out,
+            partial(_call, session),
+            lambda done: {"session": session.draft.package_id},
+        )
 
 
 def _session(args: argparse.Namespace, stack: ExitStack) -> Session:
@@ -120,19 +109,3 @@ def _call(session: Session, line: bytes | Violation) -> CallResult:
         error = ToolValidationError(name, None, call.message)
         return CallResult(name, None, error, call.message, session.draft)
     return session.call(call.tool, call.arguments)
-
-
-def _outcome(number: int, done: CallResult) -> str:
-    """One call's outcome as one line of JSON: what it returned or why it was refused."""
-    record: dict[str, Any] = {"line": number, "tool": done.tool or None, "ok": done.ok}
-    if done.error is None:
-        record["message"] = done.message
-        record["result"] = done.result
-    else:
-        record["error"] = {"field": done.error.field, "message": done.message}
-        if done.error.violations:
-            record["error"]["violations"] = [
-                {"pointer": each.pointer, "message": each.message} for each in done.error.violations
-            ]
-    record["session"] = done.draft.package_id
-    return msgspec.json.encode(record).decode()
