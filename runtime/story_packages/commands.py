@@ -5,21 +5,34 @@ prints one NDJSON line per call. Nothing is written unless asked: `--db PATH`
 keeps the draft (saved after every successful call) and the finalized
 package in a SQLite database, `--session ID` goes on with a draft saved
 there, and `--out DIR` saves the finalized package as `DIR/<id>.json`.
+
+`story graph PACKAGE` draws a package for review, as Mermaid or Graphviz dot
+text, or as SVG through Graphviz's `dot` program.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import uuid
 from contextlib import ExitStack
 from functools import partial
+from itertools import islice
 from pathlib import Path
 
-from ..cli.base import Output, UsageError, label
+from ...generated import STORY_PACKAGE
+from ...generated.story_packages import StoryPackage
+from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label, reason, say
 from ..cli.calls import NoCall, read_call, run_calls
+from ..cli.inputs import opened, read_at_most, stdin_at_most_once, unreadable
 from ..cli.options import RulesOption, add_max_bytes
-from ..core.errors import Violation, shown
+from ..core.errors import MAX_VIOLATIONS, ContractError, Violation, shown
+from ..core.rules import Rules
 from ..core.tools import ToolValidationError
+from ..core.validation import convert, parse_document
+from .graph import FORMATS, dot
+from .rules import STORY_PACKAGE_RULES
 from .session import CallResult, Session
 from .storage import DraftStore, StoreError
 from .tools import TOOLS
@@ -62,6 +75,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_max_bytes(run, "a line")
     run.set_defaults(run=_run)
+
+    graph = group.add_parser(
+        "graph",
+        help="draw a story package's acts, locations, connections and flag dependencies",
+    )
+    graph.add_argument("package", metavar="PACKAGE", help="a story-package JSON file; - for stdin")
+    graph.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        help="the text printed: a Mermaid flowchart (the default) or Graphviz dot",
+    )
+    graph.add_argument(
+        "--svg",
+        type=Path,
+        metavar="OUT",
+        help="render the dot drawing to the SVG file OUT with Graphviz's dot (needs Graphviz), "
+        "instead of printing text",
+    )
+    add_max_bytes(graph, "a package")
+    graph.set_defaults(run=_graph)
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
@@ -109,3 +142,103 @@ def _call(session: Session, line: bytes | Violation) -> CallResult:
         error = ToolValidationError(name, None, call.message)
         return CallResult(name, None, error, call.message, session.draft)
     return session.call(call.tool, call.arguments)
+
+
+# graph --------------------------------------------------------------------------
+
+_SCHEMA_ALONE = Rules(STORY_PACKAGE.name, "the schema alone", lambda value: iter(()))
+"No rules beyond the schema: a package that breaks only those is still drawn, for review."
+
+SVG_TIMEOUT = 300
+"Seconds Graphviz may take to lay out a drawing: a package's largest is a few hundred nodes."
+
+
+def _graph(args: argparse.Namespace, out: Output) -> int:
+    program = None if args.svg is None else _graphviz(args.format)
+    stdin_at_most_once([args.package])
+    package = _drawable(args.package, args.max_bytes)
+    if package is None:
+        return EXIT_INVALID
+    if program is None:
+        out.write(FORMATS[args.format or "mermaid"](package))
+        return EXIT_OK
+    return _render_svg(program, dot(package), args.svg)
+
+
+def _graphviz(chosen: str | None) -> str:
+    """Graphviz's `dot` program, for --svg; a `UsageError` when it is missing or not asked for."""
+    if chosen == "mermaid":
+        raise UsageError("--svg renders the dot drawing: --format mermaid does not apply")
+    program = shutil.which("dot")
+    if program is None:
+        raise UsageError("--svg needs Graphviz's dot program (https://graphviz.org), not on PATH")
+    return program
+
+
+def _drawable(name: str, limit: int) -> StoryPackage | None:
+    """The package in file `name` (`-`: standard input), judged by its schema alone.
+
+    Says on standard error, in one line, why there is none (unreadable, not
+    JSON, not a story-package), or warns that the package breaks the rules
+    beyond its schema: such a package is drawn as it is.
+    """
+    try:
+        with opened(name) as stream:
+            data = read_at_most(stream, limit)
+    except OSError as error:
+        complain(f"{label(name)}: {unreadable(error)}")
+        return None
+    if isinstance(data, Violation):
+        complain(f"{label(name)}: {data.message}")
+        return None
+    try:
+        value = parse_document(STORY_PACKAGE, data)
+    except ContractError as error:  # not JSON: one violation, at the document
+        complain(f"{label(name)}: {error.violations[0].message}")
+        return None
+    try:
+        package = convert(STORY_PACKAGE, value, rules=_SCHEMA_ALONE)
+    except ContractError as error:
+        problems = error.violations
+        complain(
+            f"{label(name)}: not a valid story-package ({problems.summary()}), "
+            f"the first: {problems[0]}; `plancontracts validate story-package` lists them all"
+        )
+        return None
+    broken = len(list(islice(STORY_PACKAGE_RULES.find(value), MAX_VIOLATIONS + 1)))
+    if broken:
+        count = f"more than {MAX_VIOLATIONS}" if broken > MAX_VIOLATIONS else str(broken)
+        say(
+            f"warning: {label(name)} breaks the story package's rules beyond its schema "
+            f"({count} problem{'s' if broken > 1 else ''}): drawn as it is; "
+            "`plancontracts validate story-package` lists them"
+        )
+    return package
+
+
+def _render_svg(program: str, text: str, target: Path) -> int:
+    """Render dot `text` as SVG into `target` with Graphviz's `program`; say why not in one line."""
+    try:
+        done = subprocess.run(
+            [program, "-Tsvg"],
+            input=text.encode(),
+            capture_output=True,
+            timeout=SVG_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        complain(f"Graphviz's dot took more than {SVG_TIMEOUT} seconds; nothing was written")
+        return EXIT_INVALID
+    except OSError as error:
+        complain(f"cannot run Graphviz's dot: {reason(error)}")
+        return EXIT_INVALID
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        complain(f"Graphviz's dot failed ({said[0] if said else f'exit status {done.returncode}'})")
+        return EXIT_INVALID
+    try:
+        target.write_bytes(done.stdout)
+    except OSError as error:
+        complain(f"{label(str(target))}: cannot write: {reason(error)}")
+        return EXIT_INVALID
+    return EXIT_OK
