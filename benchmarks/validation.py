@@ -86,12 +86,18 @@ def planning_block(choices: int) -> dict[str, Any]:
 
 
 def story_package(locations: int) -> dict[str, Any]:
-    """The schema's story package example, its act grown to `locations` locations."""
+    """The schema's story package example, its act grown to `locations` locations.
+
+    They stand in a ring, each connected to the next, so that the package
+    keeps its rules beyond the schema: every location reachable, every key
+    resolving (each shows a background and plays music of the example).
+    """
     package = copy.deepcopy(contract_schema("story-package")["examples"][0])
     act = package["plot"]["acts"][0]
     base = act["sandboxLocations"]
     act["sandboxLocations"] = [
-        {**base[i % len(base)], "id": f"loc_{i}", "location": f"loc_{i}"} for i in range(locations)
+        {**base[i % len(base)], "id": f"loc_{i}", "connections": [f"loc_{(i + 1) % locations}"]}
+        for i in range(locations)
     ]
     return package
 
