@@ -27,8 +27,8 @@ from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
 from plancontracts import STORY_PACKAGE, decode
-from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.generated.story_packages import AssetFile
+from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.runtime.story_packages.assets import AssetGenerationError, AssetRequest
 from plancontracts.runtime.story_packages.build import (
     ENCOUNTERS,
@@ -38,6 +38,7 @@ from plancontracts.runtime.story_packages.build import (
     pipeline_length,
 )
 from plancontracts.runtime.story_packages.session import Session
+from plancontracts.runtime.story_packages.storage import DraftStore
 from plancontracts.runtime.story_packages.tools import TOOLS
 
 PREMISE = "A keeper finds a logbook of ships not yet sailed."
@@ -98,7 +99,7 @@ def built(writer: Any, **options: Any) -> Build:
 
 
 # A pipeline takes about half a second to draw: a hundred of them at most, whatever the profile.
-@settings(max_examples=min(settings.default.max_examples, 100))
+@settings(max_examples=min(settings().max_examples, 100))
 @given(data=st.data(), acts=st.integers(1, 2), locations=st.integers(2, 3))
 def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accepts(
     data: st.DataObject, acts: int, locations: int
@@ -114,6 +115,7 @@ def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accep
     for act in package.plot.acts:
         assert len(act.sandbox_locations) == locations
         for location in act.sandbox_locations:
+            assert isinstance(location.encounters, list)
             assert len(location.encounters) == ENCOUNTERS
 
 
@@ -184,7 +186,9 @@ def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> Non
     assert again.result.ok
     assert [call.tool for call in build.calls if call.result.ok] == PIPELINE
     message = f"The last call, {again.tool}, was refused: the "
-    assert sum(message in prompt and "generator is busy" in prompt for prompt in writer.prompts) == 1
+    assert (
+        sum(message in prompt and "generator is busy" in prompt for prompt in writer.prompts) == 1
+    )
     assert build.package is not None
 
 
@@ -260,3 +264,75 @@ def test_a_build_renders_a_prompt_per_tool_and_for_refusals_and_repairs() -> Non
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_build_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
     assert with_token_count(prompts_of_a_build()[kind]) == markdown_snapshot
+
+
+# With the packaged model --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def builder() -> Builder:
+    return Builder.start("gemma3-270m", download=False, say=lambda line: None)
+
+
+def test_the_model_builds_a_package_that_finalize_and_validate_accept(
+    builder: Builder, tmp_path: Path
+) -> None:
+    seen: list[Any] = []
+    session = Session(packages=tmp_path)
+    build = trio.run(
+        lambda: builder.build(PREMISE, acts=1, seed=1, on_call=seen.append, session=session)
+    )
+    assert build.calls == seen
+    assert build.package is not None, [call.result.message for call in build.calls]
+    assert [call.tool for call in build.calls if call.result.ok] == PIPELINE
+    for call in build.calls:  # each passed its contract before it was made (or ProfileBug)
+        convert(TOOLS.named(call.tool).parameters, call.arguments)
+    decode(STORY_PACKAGE, msgspec.json.encode(build.package))  # the schema and the rules
+    saved = tmp_path / f"{build.package.id}.json"
+    done = plancontracts("validate", "story-package", str(saved))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
+    tmp_path: Path,
+) -> None:
+    database = tmp_path / "stories.db"
+    done = plancontracts(
+        "story", "build", PREMISE, "--max-calls", "1", "--seed", "1", "--db", str(database)
+    )
+    assert done.returncode == 1, done.stderr
+    [line] = done.stdout.splitlines()
+    call = json.loads(line)
+    assert (call["call"], call["tool"], call["ok"]) == (1, "proposeStoryPremise", True)
+    assert call["arguments"]["premise"] == PREMISE
+    assert call["result"] == {"ok": True, "title": call["arguments"]["title"]}
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("no package: the build ran out of calls after 1 call; ")
+    session = last.rsplit(" ", 1)[-1]
+    with DraftStore(database) as store:  # the draft is kept, to go on with by `story run`
+        assert store.load_draft(session).premise is not None
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["  "], "the premise is empty"),
+        ([PREMISE, "--acts", "4"], "argument --acts: must be 1 to 3: 4"),
+        ([PREMISE, "--max-calls", "0"], "argument --max-calls: must be 1 to 100: 0"),
+        ([PREMISE, "--out", "/nonexistent/folder"], "not an existing folder"),
+    ],
+)
+def test_the_build_command_refuses_a_bad_command_line(arguments: list[str], message: str) -> None:
+    done = plancontracts("story", "build", *arguments)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert message in done.stderr
+    assert "model:" not in done.stderr  # refused before any model is looked for
+
+
+def test_without_a_model_the_build_command_says_so(tmp_path: Path) -> None:
+    done = without_a_model("story", "build", PREMISE, "--no-download", hub_cache=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "no model could be loaded, and a story build needs one" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -66,7 +66,7 @@ from ...generated import (
     STORY_UPDATE_ELEMENT,
     Contract,
 )
-from ...generated.story_packages import StoryDraft, StoryPackage, StoryPremise
+from ...generated.story_packages import Progression, StoryDraft, StoryPackage, StoryPremise
 from ..core.contracts import contract_schema, field_bound
 from ..core.errors import ContractError
 from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug
@@ -241,7 +241,10 @@ def pipeline_length(acts: int, locations: int) -> int:
 def _derived(tool: Tool) -> dict[str, Any]:
     """`tool`'s arguments within `BUILD_BOUNDS`, every field written but the optional unneeded."""
     schema = contract_schema(tool.parameters)
-    return _written(Deriver(schema.get("$defs", {}), BUILD_BOUNDS).derive(schema))
+    profile: dict[str, Any] = _written(
+        Deriver(schema.get("$defs", {}), BUILD_BOUNDS).derive(schema)
+    )
+    return profile
 
 
 def _written(node: Any) -> Any:
@@ -608,7 +611,9 @@ def _story(draft: StoryDraft) -> str:
     lines += [f'- {each.id} ({each.role}): "{each.name}"' for each in draft.characters]
     for act in draft.acts:
         tracker = act.outline.global_progression
-        needs = f", needs progress {tracker.required_value}" if tracker is not None else ""
+        needs = (
+            f", needs progress {tracker.required_value}" if isinstance(tracker, Progression) else ""
+        )
         lines.append(f'- {act.outline.id}: "{act.outline.title}"{needs}')
         for location in act.locations:
             if location.web is None:
@@ -767,7 +772,8 @@ class Builder:
         written: dict[str, Any] = {}
         if step.written:
             messages = build_messages(build.premise, step, build.session.draft, refused)
-            prompt = render_chat(messages, self.writer.chat_template, answer="Arguments JSON")
+            answer = "Arguments JSON" if len(step.choices) == 1 else "Tool call JSON"
+            prompt = render_chat(messages, self.writer.chat_template, answer=answer)
             written = await self.writer.write_in_thread(
                 prompt, step.profile, max_tokens=CALL_TOKENS, seed=seed
             )

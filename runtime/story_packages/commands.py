@@ -211,12 +211,10 @@ def _build(args: argparse.Namespace, out: Output) -> int:
             say(f"no package: {stopped}{kept}")
             return EXIT_INVALID
         if build.package is None:
-            last = (
-                f": the last was refused: {made[-1].result.message}"
-                if made and not made[-1].result.ok
-                else ""
-            )
-            say(f"no package: the {len(made)} calls ran out before it was finalized{last}{kept}")
+            calls = f"{len(made)} call" + ("" if len(made) == 1 else "s")
+            last = made[-1].result if made else None
+            refused = f"; the last was refused: {last.message}" if last and not last.ok else ""
+            say(f"no package: the build ran out of calls after {calls}{refused}{kept}")
             return EXIT_INVALID
         out.write(msgspec.json.encode({"package": build.package}).decode() + "\n")
         return EXIT_OK
