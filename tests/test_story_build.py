@@ -307,7 +307,7 @@ def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     assert call["arguments"]["premise"] == PREMISE
     assert call["result"] == {"ok": True, "title": call["arguments"]["title"]}
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("no package: the build ran out of calls after 1 call; ")
+    assert last.startswith("plancontracts: no package: the build ran out of calls after 1 call; ")
     session = last.rsplit(" ", 1)[-1]
     with DraftStore(database) as store:  # the draft is kept, to go on with by `story run`
         assert store.load_draft(session).premise is not None
