@@ -66,6 +66,7 @@ def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.Complet
         ("huggingface_hub", ["think", "A locked door"], "model"),
         ("jinja2", ["think", "THINK: A locked door"], "model"),
         ("llama_cpp", ["session", "drive", "Triage the bug reports"], "model"),
+        ("outlines", ["story", "build", "A keeper finds a logbook"], "model"),
         ("datamodel_code_generator", ["generate", "--check"], "codegen"),
         ("ruff", ["generate"], "codegen"),
     ],
@@ -75,7 +76,7 @@ def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
 ) -> None:
     done = without(hidden, *arguments, stdin="I open the door\n")
     # A subcommand of a group is named with its group: `session drive`.
-    command = " ".join(arguments[:2]) if arguments[0] == "session" else arguments[0]
+    command = " ".join(arguments[:2]) if arguments[0] in ("session", "story") else arguments[0]
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr == (

@@ -1,7 +1,8 @@
 """`plancontracts story`: the story-package commands, a group of subcommands.
 
 `story run CALLS` applies NDJSON tool calls to one draft, in order, and
-prints one NDJSON line per call. Nothing is written unless asked: `--db PATH`
+prints one NDJSON line per call; `story build PREMISE` lets the local model
+make the calls, a whole package's worth. Nothing is written unless asked: `--db PATH`
 keeps the draft (saved after every successful call) and the finalized
 package in a SQLite database, `--session ID` goes on with a draft saved
 there, and `--out DIR` saves the finalized package as `DIR/<id>.json`.
@@ -21,12 +22,16 @@ from functools import partial
 from itertools import islice
 from pathlib import Path
 
+import msgspec
+
 from ...generated import STORY_PACKAGE
 from ...generated.story_packages import StoryPackage
 from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label, reason, say
-from ..cli.calls import NoCall, read_call, run_calls
+from ..cli.calls import NoCall, outcome, read_call, run_calls
+from ..cli.extras import require_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, unreadable
-from ..cli.options import RulesOption, add_max_bytes
+from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
+from ..cli.signals import run_trio
 from ..core.errors import MAX_VIOLATIONS, ContractError, Violation, shown
 from ..core.rules import Rules
 from ..core.tools import ToolValidationError
@@ -75,6 +80,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_max_bytes(run, "a line")
     run.set_defaults(run=_run)
+    _add_build(group)
 
     graph = group.add_parser(
         "graph",
@@ -242,3 +248,106 @@ def _render_svg(program: str, text: str, target: Path) -> int:
         complain(f"{label(str(target))}: cannot write: {reason(error)}")
         return EXIT_INVALID
     return EXIT_OK
+
+
+MOST_BUILD_CALLS = 100
+"The most calls a build may be given: a three-act pipeline and many repairs."
+
+
+def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .build import LOCATIONS, MOST_ACTS, SPARE_CALLS
+
+    build = group.add_parser(
+        "build",
+        help="let the local model build a story package of a premise through the tools, "
+        "printing each call as NDJSON, then the package",
+    )
+    build.add_argument("premise", metavar="PREMISE", help="the story in one or two sentences")
+    build.add_argument(
+        "--acts",
+        type=bounded_int(1, MOST_ACTS),
+        default=1,
+        metavar="N",
+        help=f"how many acts, 1 to {MOST_ACTS} (default 1), each of {LOCATIONS[0]} locations",
+    )
+    build.add_argument(
+        "--max-calls",
+        type=bounded_int(1, MOST_BUILD_CALLS),
+        metavar="N",
+        help=f"the most tool calls made, 1 to {MOST_BUILD_CALLS} (default: the pipeline's, "
+        f"plus {SPARE_CALLS} for refusals and repairs)",
+    )
+    build.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help="a SQLite database (made if missing) that keeps the draft after every successful "
+        "call and the finalized package",
+    )
+    build.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="an existing folder where the finalized package is saved as <package id>.json",
+    )
+    add_model_options(build, seed="seed of the sampling")
+    build.set_defaults(run=_build)
+
+
+def _build(args: argparse.Namespace, out: Output) -> int:
+    require_extra("model", "story build")
+    from ..model.generation import GenerationFailed, NoModel
+    from .build import Builder, ToolCall, checked_premise
+
+    try:
+        premise = checked_premise(args.premise)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.out is not None and not args.out.is_dir():
+        raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    with ExitStack() as stack:
+        store = None
+        if args.db is not None:
+            try:
+                store = stack.enter_context(DraftStore(args.db))
+            except StoreError as error:
+                raise UsageError(str(error)) from None
+        session = Session(store=store, packages=args.out)
+        try:
+            builder = Builder.start(args.model, download=not args.no_download)
+        except NoModel as error:
+            say(str(error))
+            return EXIT_INVALID
+        made: list[ToolCall] = []
+
+        def printed(call: ToolCall) -> None:
+            made.append(call)
+            record = {"call": len(made), **outcome(call.result), "arguments": call.arguments}
+            out.write(msgspec.json.encode(record).decode() + "\n")
+            out.flush()  # each call shows as it is made
+
+        work = partial(
+            builder.build,
+            premise,
+            acts=args.acts,
+            max_calls=args.max_calls,
+            seed=args.seed,
+            on_call=printed,
+            session=session,
+        )
+        kept = f"; the draft is kept in {label(str(args.db))} as session {session.draft.package_id}"
+        kept = kept if store is not None else ""
+        try:
+            build = run_trio(work)
+        except GenerationFailed as failure:
+            stopped = f"the model stopped after {len(made)} calls: {label(str(failure))}"
+            say(f"no package: {stopped}{kept}")
+            return EXIT_INVALID
+        if build.package is None:
+            calls = f"{len(made)} call" + ("" if len(made) == 1 else "s")
+            last = made[-1].result if made else None
+            refused = f"; the last was refused: {last.message}" if last and not last.ok else ""
+            say(f"no package: the build ran out of calls after {calls}{refused}{kept}")
+            return EXIT_INVALID
+        out.write(msgspec.json.encode({"package": build.package}).decode() + "\n")
+        return EXIT_OK

@@ -54,6 +54,8 @@ class CallResult:
     "One line for the model: what the call did, or the error's text."
     draft: StoryDraft
     "The draft after the call: the same object as before it when the call was refused."
+    package: StoryPackage | None = None
+    "The package a successful `finalizePackage` made; None for every other call."
 
     @property
     def ok(self) -> bool:
@@ -122,7 +124,7 @@ class Session:
         except ToolValidationError as error:
             return CallResult(tool, None, error, str(error), latest)
         self._draft = draft
-        return CallResult(tool, handled.result, None, handled.message, draft)
+        return CallResult(tool, handled.result, None, handled.message, draft, handled.package)
 
     def _save(self, tool: str, draft: StoryDraft, package: StoryPackage | None) -> None:
         """Save the package, if any, then the draft. Raises `ToolValidationError` on failure."""
