@@ -21,7 +21,7 @@ from ...generated import FAMILIES
 from .contracts import AnyContract, contract_name, root_type
 from .errors import Violation
 
-__all__ = ["Rules", "rules_of"]
+__all__ = ["Rules", "as_integer", "rules_of"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +62,17 @@ def _declared(family: str) -> Mapping[str, Rules]:
         return {}  # the family declares no rules
     declared: Mapping[str, Rules] = module.RULES
     return declared
+
+
+def as_integer(value: Any) -> int | None:
+    """`value` as an integer if JSON Schema counts it as one (1 and 1.0, not true).
+
+    Rules read values as parsed, whatever else is wrong with them: anything else is None.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

@@ -35,9 +35,10 @@ from ..core.plain_text import (
     neutralise,
     without_controls,
 )
+from ..core.rules import as_integer
 from ..core.validation import violations
 from .mechanics import Mode, check_outcome, is_parallel
-from .rules import PLANNING_BLOCK, as_integer, check_inputs, rules_in
+from .rules import PLANNING_BLOCK, check_inputs, rules_in
 
 __all__ = ["ABSENT", "PLANNING_BLOCK", "Normalized", "Repair", "normalize_block"]
 

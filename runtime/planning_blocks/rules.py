@@ -33,7 +33,7 @@ from ..core.contracts import AnyContract, contract_schema
 from ..core.errors import Violation, shown
 from ..core.jsontext import escape_token, pointer
 from ..core.plain_text import control_characters, free_texts, has_markup
-from ..core.rules import Rules
+from ..core.rules import Rules, as_integer
 from .mechanics import (
     COMPLEXITY_DC,
     HOUR,
@@ -53,7 +53,6 @@ __all__ = [
     "RULES",
     "STORY_MODE",
     "THINK_MODE",
-    "as_integer",
     "check_inputs",
     "rules_in",
 ]
@@ -363,17 +362,6 @@ def rules_in(mode: Mode) -> Rules:
 
 
 # Helpers ----------------------------------------------------------------------------
-
-
-def as_integer(value: Any) -> int | None:
-    """`value` as an integer if JSON Schema counts it as one (1 and 1.0, not true)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _show(value: Any) -> str:

@@ -53,7 +53,7 @@ from typing import Any
 
 from ...generated import STORY_PACKAGE
 from ..core.errors import Violation, shown
-from ..core.rules import Rules
+from ..core.rules import Rules, as_integer
 
 __all__ = ["RULES", "STORY_PACKAGE_RULES"]
 
@@ -425,7 +425,7 @@ def _progression(story: _Story) -> Iterator[Violation]:
             arcs[arc.owner] = (total + amount, min(least, amount))
     for act in story.acts:
         tracker = act.value.get("globalProgression")
-        required = _integer(tracker.get("requiredValue")) if isinstance(tracker, dict) else None
+        required = as_integer(tracker.get("requiredValue")) if isinstance(tracker, dict) else None
         if required is None:
             continue
         gives = [amount for _, e in act.encounters if (amount := _gives(e)) > 0]
@@ -455,10 +455,10 @@ def _doom_clocks(story: _Story) -> Iterator[Violation]:
         clock = act.value.get("opposingForce")
         if not isinstance(clock, dict):
             continue
-        maximum = _integer(clock.get("requiredValue"))
+        maximum = as_integer(clock.get("requiredValue"))
         highest: int | None = None
         for number, event in enumerate(_list(clock.get("escalationEvents"))):
-            threshold = _integer(event.get("threshold")) if isinstance(event, dict) else None
+            threshold = as_integer(event.get("threshold")) if isinstance(event, dict) else None
             if threshold is None:
                 continue
             where = f"{act.where}/opposingForce/escalationEvents/{number}/threshold"
@@ -480,7 +480,7 @@ def _dead_ends(story: _Story) -> Iterator[Violation]:
     encounters = [e for act in story.acts for e in act.encounters]
     encounters.extend((arc.where, arc.value) for arc in story.arcs)
     for where, encounter in encounters:
-        gives = _integer(encounter.get("givesProgression", 0))
+        gives = as_integer(encounter.get("givesProgression", 0))
         flags = encounter.get("potentialFlags", [])
         repeatable = encounter.get("repeatable", False)
         if gives is None or not isinstance(flags, list) or not isinstance(repeatable, bool):
@@ -521,20 +521,9 @@ def _absent_or_empty(holder: dict[str, Any], name: str) -> bool:
     return isinstance(value, list) and not value
 
 
-def _integer(value: Any) -> int | None:
-    """`value` as an integer if JSON Schema counts it as one (1 and 1.0, not true)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 def _gives(encounter: dict[str, Any]) -> int:
     """The progression an encounter gives: 0 unless it is a well-typed positive integer."""
-    amount = _integer(encounter.get("givesProgression"))
+    amount = as_integer(encounter.get("givesProgression"))
     return amount if amount is not None and amount > 0 else 0
 
 
