@@ -39,9 +39,13 @@ EXECUTION_RESULT: Final[Contract[tool_plans.ExecutionResult]] = Contract(
 FROZEN_PLANS: Final[Contract[planning_blocks.FrozenPlans]] = Contract(
     "frozen-plans", planning_blocks.FrozenPlans
 )
+GOAL_EVENT: Final[Contract[goal_plans.GoalEvent]] = Contract("goal-event", goal_plans.GoalEvent)
 GOAL_PLAN: Final[Contract[goal_plans.GoalPlan]] = Contract("goal-plan", goal_plans.GoalPlan)
 GOAL_PLAN_OUTPUT: Final[Contract[goal_plans.GoalPlanOutput]] = Contract(
     "goal-plan-output", goal_plans.GoalPlanOutput
+)
+GOAL_PLANNING_SYSTEM: Final[Contract[goal_plans.GoalPlanningSystem]] = Contract(
+    "goal-planning-system", goal_plans.GoalPlanningSystem
 )
 PLAN: Final[Contract[tool_plans.Plan]] = Contract("plan", tool_plans.Plan)
 PLANNING_BLOCK: Final[Contract[planning_blocks.PlanningBlock]] = Contract(
@@ -133,8 +137,10 @@ TOOL_REQUEST: Final[Contract[tool_plans.ToolRequest]] = Contract(
 CONTRACTS: Final[dict[str, Contract[Any]]] = {
     "execution-result": EXECUTION_RESULT,
     "frozen-plans": FROZEN_PLANS,
+    "goal-event": GOAL_EVENT,
     "goal-plan": GOAL_PLAN,
     "goal-plan-output": GOAL_PLAN_OUTPUT,
+    "goal-planning-system": GOAL_PLANNING_SYSTEM,
     "plan": PLAN,
     "planning-block": PLANNING_BLOCK,
     "session-add-step": SESSION_ADD_STEP,
@@ -170,8 +176,10 @@ CONTRACTS: Final[dict[str, Contract[Any]]] = {
 SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "execution-result": (),
     "frozen-plans": (),
+    "goal-event": (),
     "goal-plan": (),
     "goal-plan-output": (),
+    "goal-planning-system": (),
     "plan": (),
     "planning-block": (),
     "session-add-step": (),
@@ -207,8 +215,10 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
 FAMILIES: Final[dict[str, str]] = {
     "execution-result": "tool_plans",
     "frozen-plans": "planning_blocks",
+    "goal-event": "goal_plans",
     "goal-plan": "goal_plans",
     "goal-plan-output": "goal_plans",
+    "goal-planning-system": "goal_plans",
     "plan": "tool_plans",
     "planning-block": "planning_blocks",
     "session-add-step": "session_plans",

@@ -145,11 +145,16 @@ def test_upstream_valid_planning_blocks_validate(upstream: Path) -> None:
         decode("planning-block", path.read_bytes())
 
 
-def test_upstream_goal_plans_validate(upstream: Path) -> None:
+def test_upstream_goal_plans_validate_once_they_say_their_horizon(upstream: Path) -> None:
+    # The upstream kept a goal's horizon out of its plans; the contract stores it.
     plans = json.loads((upstream / "jenbina/planning_system_to_dict.json").read_text())["plans"]
     failed = json.loads((upstream / "jenbina/max_replans_failed_plan.json").read_text())["plan"]
     for plan in [*plans, failed]:
-        decode("goal-plan", json.dumps(plan))
+        with pytest.raises(ContractError) as raised:
+            decode("goal-plan", json.dumps(plan))
+        assert [(v.pointer, v.keyword) for v in raised.value.violations] == [("", "required")]
+        assert "horizon" in raised.value.violations[0].message
+        decode("goal-plan", json.dumps({**plan, "horizon": "short"}))
 
 
 def test_upstream_model_output_outside_the_bounds_is_rejected(upstream: Path) -> None:
