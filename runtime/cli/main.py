@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from ..core.errors import UnknownContractError
+from ..goal_plans import commands as goal_plan_commands
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
 from ..story_packages import commands as story_package_commands
@@ -25,6 +26,7 @@ _FAMILIES = (
     planning_block_commands,
     session_plan_commands,
     story_package_commands,
+    goal_plan_commands,
 )
 
 

@@ -1,0 +1,214 @@
+"""`plancontracts goals`: the goal-planning commands, a group of subcommands.
+
+`goals simulate SCRIPT` runs NDJSON events (`goal-event` documents) through
+one planning system, in order, and prints one NDJSON line per event: what
+it did, the directive the action decision would read after it, and the
+active plans. `goals plan GOAL` prints one plan for one goal.
+
+The model is loaded only when a plan is due and no scripted answer is
+left; without one (the model extra missing, no model loading, or
+`--fallback`), the fallback decomposition writes the plans, as said on
+standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from ...generated import GOAL_EVENT
+from ...generated.goal_plans import ContextEvent, Goal, GoalEvent, NewGoalEvent
+from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason, say
+from ..cli.extras import EXTRAS
+from ..cli.inputs import lines_of, opened, unreadable
+from ..cli.options import RulesOption, add_max_bytes, add_model_options
+from ..cli.signals import run_trio
+from ..core.errors import ContractError, Violation
+from ..core.jsontext import MalformedJSON, parse
+from ..core.validation import convert, decode
+from .planner import Context, Planner, PlanRequest
+from .simulation import CycleReport, Person
+from .system import HORIZONS, PlanningSystem, TooManyGoals
+
+__all__ = ["RULES_OPTIONS", "register"]
+
+RULES_OPTIONS: tuple[RulesOption, ...] = ()
+"Goal plans are judged by their schemas and their one set of rules: no option chooses others."
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `goals` group and its subcommands."""
+    goals = commands.add_parser(
+        "goals", help="decompose goals into plans and follow them cycle by cycle"
+    )
+    group = goals.add_subparsers(required=True, metavar="SUBCOMMAND")
+    simulate = group.add_parser(
+        "simulate",
+        help="run NDJSON events through one planning system, printing one NDJSON line per event",
+    )
+    simulate.add_argument(
+        "script",
+        metavar="SCRIPT",
+        help="a file of goal-event lines, one event each "
+        '({"event": "goal"|"context"|"cycle"|"model_output", ...}); - for stdin',
+    )
+    add_max_bytes(simulate, "a line")
+    _add_writers(simulate)
+    simulate.set_defaults(run=_simulate)
+    plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
+    plan.add_argument("goal", metavar="GOAL", help="the goal, at most 300 characters")
+    plan.add_argument(
+        "--horizon", choices=HORIZONS, default="short", help="the goal's horizon (default: short)"
+    )
+    plan.add_argument(
+        "--needs",
+        metavar="JSON",
+        help="each need's satisfaction in percent, such as '{\"hunger\": 30}'",
+    )
+    _add_writers(plan)
+    plan.set_defaults(run=_plan)
+
+
+def _add_writers(command: argparse.ArgumentParser) -> None:
+    add_model_options(command, seed="seed of the sampling")
+    command.add_argument(
+        "--fallback",
+        action="store_true",
+        help="write plans with the fallback decomposition, never loading a model",
+    )
+
+
+def _planner(args: argparse.Namespace) -> Planner:
+    """Scripted answers first, then the model (loaded when first needed), then the fallback."""
+    if args.fallback:
+        return Planner(say=say)
+    missing = [name for name in EXTRAS["model"] if _absent(name)]
+    if missing:
+        say(
+            f"goals: the model extra is not installed (no module {', '.join(missing)}): "
+            "pip install 'plancontracts[model]'"
+        )
+        return Planner(say=say)
+
+    def load() -> Any:
+        from ..model.generation import load_first_model
+
+        return load_first_model(args.model, download=not args.no_download, say=say)
+
+    return Planner(load=load, say=say, seed=args.seed)
+
+
+def _absent(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+def _simulate(args: argparse.Namespace, out: Output) -> int:
+    try:
+        script = opened(args.script)
+    except OSError as error:
+        raise UsageError(f"{label(args.script)}: {unreadable(error)}") from None
+    person = Person(PlanningSystem(), _planner(args))
+    status = EXIT_OK
+    try:
+        with script as stream:
+            for number, line in lines_of(stream, args.max_bytes):
+                record = _event(person, line)
+                out.write(msgspec.json.encode({"line": number, **record}).decode() + "\n")
+                out.flush()  # a reader of a pipe sees each event as it is run
+                if not record["ok"]:
+                    status = EXIT_INVALID
+    except OSError as error:
+        raise StreamError(f"cannot read {label(args.script)}: {reason(error)}") from error
+    return status
+
+
+def _event(person: Person, line: bytes | Violation) -> dict[str, Any]:
+    """Run one line's event; what it did, or why it was refused, then the state after it."""
+    record: dict[str, Any]
+    try:
+        event = _decoded(line)
+        done = run_trio(partial(person.run_event, event))
+    except ContractError as error:
+        record = {"event": _kind(line), "ok": False, "error": _error(error.violations)}
+    except TooManyGoals as error:
+        record = {"event": "goal", "ok": False, "error": {"message": str(error)}}
+    else:
+        record = {"event": _kind(line), "ok": True}
+        if isinstance(done, CycleReport):
+            record["outcome"] = done.outcome.value
+            done = done.happened
+        record["happened"] = done
+    system = person.system
+    return {**record, "directive": system.directive(), "plans": system.active_plans()}
+
+
+def _decoded(line: bytes | Violation) -> GoalEvent:
+    if isinstance(line, Violation):
+        raise ContractError(GOAL_EVENT.name, [line])
+    return decode(GOAL_EVENT, line)
+
+
+def _kind(line: bytes | Violation) -> str | None:
+    """The line's `"event"`, when it is an object naming one."""
+    if isinstance(line, Violation):
+        return None
+    try:
+        value = parse(line)
+    except MalformedJSON:
+        return None
+    kind = value.get("event") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _error(violations: tuple[Violation, ...]) -> dict[str, Any]:
+    first = violations[0]
+    return {
+        "message": str(first) if len(violations) == 1 else f"{len(violations)} violations: {first}",
+        "violations": [{"pointer": each.pointer, "message": each.message} for each in violations],
+    }
+
+
+def _plan(args: argparse.Namespace, out: Output) -> int:
+    try:
+        goal = _goal(args.goal.strip(), args.horizon)
+        context = _context(args.needs)
+    except ContractError as error:
+        raise UsageError(_usage(error)) from None
+    planner = _planner(args)
+    output, source = run_trio(partial(planner.steps, PlanRequest(goal, context)))
+    plan = PlanningSystem([goal]).start_plan(0, output.steps)
+    say(f"goals: the plan's steps were written by the {source}")
+    out.write(msgspec.json.encode(plan).decode() + "\n")
+    return EXIT_OK
+
+
+def _goal(description: str, horizon: str) -> Goal:
+    """The goal of `goals plan`, checked by the goal event's contract."""
+    event = convert(GOAL_EVENT, {"event": "goal", "description": description, "horizon": horizon})
+    assert isinstance(event, NewGoalEvent)
+    return Goal(description=event.description, horizon=event.horizon)
+
+
+def _context(needs: str | None) -> Context:
+    if needs is None:
+        return Context()
+    try:
+        value = parse(needs.encode())
+    except MalformedJSON as error:
+        raise UsageError(f"--needs: {error.message}") from None
+    event = convert(GOAL_EVENT, {"event": "context", "needs": value})
+    assert isinstance(event, ContextEvent)
+    return Context(needs=dict(event.needs or {}))
+
+
+def _usage(error: ContractError) -> str:
+    """A refused argument in one line: the first violation, named by its option."""
+    first = error.violations[0]
+    if first.pointer.startswith("/needs"):
+        return f"--needs{first.pointer[len('/needs') :]}: {first.message}"
+    return f"GOAL: {first.message}"

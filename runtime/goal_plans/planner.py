@@ -1,0 +1,272 @@
+"""Who writes a plan's steps: scripted answers, the local model, or the fallback decomposition.
+
+    planner = Planner(load=lambda: load_first_model())  # the model, loaded on first use
+    output, source = await planner.steps(PlanRequest(goal, context))
+
+A request is a goal to plan, or to replan after a failed step
+(`PlanRequest.failed`). The model reads `plan_messages(request)` and writes
+under `output_profile()`, the decoding schema derived from the
+`goal-plan-output` contract: 2 to 6 steps, bounded strings, cycles 1 to 5,
+so every answer is a valid output by construction and nothing is parsed
+out of free text. Without a model, or when the model writes nothing
+complete, `fallback_steps` decomposes the goal deterministically, so the
+planning system keeps running.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from string import Template
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...generated import GOAL_PLAN_OUTPUT
+from ...generated.goal_plans import Goal, GoalPlanOutput, GoalStep, Lesson, StepProposal
+from ..core.contracts import field_bound
+from ..core.errors import ContractError
+from ..core.profiles import Bounds, ProfileBug, contract_profile
+from ..core.validation import convert
+
+if TYPE_CHECKING:
+    from ..model.chat import Message
+    from ..model.generation import ModelWriter
+
+__all__ = [
+    "PLAN_BOUNDS",
+    "Context",
+    "PlanRequest",
+    "Planner",
+    "Source",
+    "fallback_steps",
+    "output_profile",
+    "plan_messages",
+]
+
+PLAN_BOUNDS = Bounds(string=100, items=6)
+"Steps of at most 100 characters per text: a small model writes a plan in seconds."
+PLAN_TOKENS = 700
+"Enough for the longest plan the profile allows."
+Source = Literal["script", "model", "fallback"]
+"Who wrote a plan's steps."
+
+_HINT = field_bound(StepProposal, "action_hint", "max_length")
+_DESCRIPTION = field_bound(StepProposal, "description", "max_length")
+_MOST_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
+_MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the person feels and knows when a plan is made: the prompt's inputs besides the goal."""
+
+    needs: Mapping[str, float] = field(default_factory=dict)
+    "Each need's satisfaction in percent, by name."
+    emotions: Mapping[str, int] = field(default_factory=dict)
+    "Each emotion's strength, 0 to 100, by name."
+    world: Mapping[str, str] = field(default_factory=dict)
+    "What the person knows of the world, by name."
+    lessons: Sequence[Lesson] = ()
+    "What the person has learned."
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A goal to plan, or to replan: then with the steps completed and the step that failed."""
+
+    goal: Goal
+    context: Context
+    completed: Sequence[GoalStep] = ()
+    "Replans: the steps completed so far, in order."
+    failed: GoalStep | None = None
+    "Replans: the step that failed; None asks for a first plan."
+    reason: str = ""
+    "Replans: why the step failed."
+    pending: Sequence[GoalStep] = ()
+    "Replans: the steps after the failed one, not reached."
+
+
+# The prompts --------------------------------------------------------------------------------
+
+
+@cache
+def _template(name: str) -> Template:
+    return Template(files(__package__).joinpath("templates", name).read_text("utf-8"))
+
+
+def _line(text: str) -> str:
+    """`text` on one line: a value cannot open a section of its own in the prompt."""
+    return " ".join(text.split())
+
+
+def _listed(lines: list[str]) -> str:
+    return "\n".join(f"- {_line(line)}" for line in lines) if lines else "- none known"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def plan_messages(request: PlanRequest) -> list[Message]:
+    """What the model reads before writing steps for `request`: chat messages.
+
+    The system message says what a plan is and how to write one; the user
+    message gives the goal, its horizon, the needs, emotions, world and
+    lessons, and for a replan the steps completed, the failed step and why.
+    """
+    context = request.context
+    values = {
+        "goal": _line(request.goal.description),
+        "horizon": request.goal.horizon,
+        "needs": _listed([f"{k}: {_number(v)}%" for k, v in context.needs.items()]),
+        "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
+        "world": _listed([f"{k}: {v}" for k, v in context.world.items()]),
+        "lessons": _listed(
+            [f"{each.lesson} (confidence {each.confidence:.2f})" for each in context.lessons]
+        ),
+    }
+    if request.failed is None:
+        user = _template("plan.md").substitute(values)
+    else:
+        completed = [
+            f"{step.description} (done by: {step.action_hint})" for step in request.completed
+        ]
+        user = _template("replan.md").substitute(
+            values,
+            completed=_listed(completed),
+            failed=_line(f"{request.failed.description} (action: {request.failed.action_hint})"),
+            reason=_line(request.reason),
+        )
+    return [
+        {"role": "system", "content": _template("system.md").substitute().strip()},
+        {"role": "user", "content": user.strip()},
+    ]
+
+
+@cache
+def _profile() -> dict[str, Any]:
+    return contract_profile(GOAL_PLAN_OUTPUT, PLAN_BOUNDS)
+
+
+def output_profile() -> dict[str, Any]:
+    """The decoding schema of the model's steps, derived from the `goal-plan-output` contract."""
+    return _profile()
+
+
+# The fallback -------------------------------------------------------------------------------
+
+
+def _cut(text: str, most: int) -> str:
+    """`text` on one line, cut at a word to at most `most` characters."""
+    text = _line(text)
+    if len(text) <= most:
+        return text
+    cut = text[: most + 1].rsplit(" ", 1)[0]
+    return cut if cut and len(cut) <= most else text[:most]
+
+
+def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
+    """Steps for `request` without a model, the same for the same request.
+
+    A first plan finds out what the goal needs, then works at it. A replan
+    tries the failed step once more with one cycle more (at most the
+    bound), then the steps its plan had not reached, then works at the goal
+    when fewer than two steps would be left.
+    """
+    goal = _cut(request.goal.description, _DESCRIPTION - 20)
+    work = StepProposal(
+        description=_cut(f"Work at the goal: {goal}", _DESCRIPTION),
+        action_hint=_cut(f"work at {goal.lower()}", _HINT),
+        expected_outcome="the goal is closer",
+        estimated_cycles=3,
+    )
+    if request.failed is None:
+        find = StepProposal(
+            description=_cut(f"Find out what it takes to: {goal}", _DESCRIPTION),
+            action_hint="look around",
+            expected_outcome="know what the goal needs",
+            estimated_cycles=1,
+        )
+        return GoalPlanOutput(steps=[find, work])
+    failed = request.failed
+    retry = StepProposal(
+        description=_cut(f"Try again: {failed.description}", _DESCRIPTION),
+        action_hint=failed.action_hint,
+        expected_outcome=failed.expected_outcome,
+        estimated_cycles=min(_MOST_CYCLES, failed.estimated_cycles + 1),
+    )
+    steps = [retry, *map(_proposal, request.pending)]
+    if len(steps) < 2:
+        steps.append(work)
+    return GoalPlanOutput(steps=steps[:_MOST_STEPS])
+
+
+def _proposal(step: GoalStep) -> StepProposal:
+    return StepProposal(
+        description=step.description,
+        action_hint=step.action_hint,
+        expected_outcome=step.expected_outcome,
+        estimated_cycles=step.estimated_cycles,
+    )
+
+
+# Who writes ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Planner:
+    """Writes steps for plan requests: scripted answers first, then the model, then the fallback.
+
+    `load` is called once, on the first request no scripted answer is left
+    for, and returns the model (or None: the fallback writes from then on).
+    When the model writes nothing complete, the fallback writes that plan.
+    `say` is told, in one line, whenever the fallback writes.
+    """
+
+    load: Callable[[], ModelWriter | None] | None = None
+    say: Callable[[str], None] = lambda line: None
+    seed: int | None = None
+    scripted: deque[GoalPlanOutput] = field(default_factory=deque)
+    _model: ModelWriter | None = None
+    _loaded: bool = False
+
+    def script(self, output: GoalPlanOutput) -> None:
+        """Queue `output` as the answer to the next request."""
+        self.scripted.append(output)
+
+    async def steps(self, request: PlanRequest) -> tuple[GoalPlanOutput, Source]:
+        """The steps for `request`, and who wrote them.
+
+        Raises ProfileBug when the model's answer breaks the contract (a bug
+        in the profile, never the model's fault).
+        """
+        if self.scripted:
+            return self.scripted.popleft(), "script"
+        model = self._loaded_model()
+        if model is None:
+            return fallback_steps(request), "fallback"
+        from ..model.chat import render_chat
+        from ..model.generation import GenerationFailed
+
+        prompt = render_chat(plan_messages(request), model.chat_template, answer="Plan JSON")
+        try:
+            written = await model.write_in_thread(
+                prompt, output_profile(), max_tokens=PLAN_TOKENS, seed=self.seed
+            )
+        except GenerationFailed as failure:
+            self.say(f"goals: the model wrote no plan ({failure}); the fallback wrote it")
+            return fallback_steps(request), "fallback"
+        try:
+            return convert(GOAL_PLAN_OUTPUT, written), "model"
+        except ContractError as error:
+            raise ProfileBug(f"the model's steps broke their contract: {error}") from None
+
+    def _loaded_model(self) -> ModelWriter | None:
+        if not self._loaded:
+            self._loaded = True
+            self._model = self.load() if self.load is not None else None
+            if self._model is None:
+                self.say("goals: no model; the fallback decomposition writes the plans")
+        return self._model
