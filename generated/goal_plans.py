@@ -46,7 +46,7 @@ class Goal(Struct, forbid_unknown_fields=True, kw_only=True):
     "How far ahead the goal looks."
     source_needs: Annotated[list[Name], Meta(max_length=8)] = field(default_factory=list)
     "The needs the goal serves; a mid- or long-term goal waits until one of them is below 50% satisfaction."
-    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0
+    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
     "How far the goal is achieved, 0 to 1; each completed plan adds 0.3."
     confidence: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
     "How sure the person is of reaching the goal, 0 to 1; each abandoned plan takes 0.2."
@@ -80,7 +80,7 @@ class NewGoalEvent(Struct, tag_field="event", tag="goal", forbid_unknown_fields=
     "How far ahead the goal looks."
     source_needs: Annotated[list[Name], Meta(max_length=8)] = field(default_factory=list)
     "The needs the goal serves."
-    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0
+    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
     "How far the goal is achieved, 0 to 1."
     confidence: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
     "How sure the person is of reaching it, 0 to 1."

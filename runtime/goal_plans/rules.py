@@ -114,21 +114,19 @@ def _system(value: Any) -> Iterator[Violation]:
             yield from _goal_of(where, plan, goal_id, goals)
         if plan.get("status") != "active":
             continue
-        if goal_id is not None:
-            if goal_id in active_goal:
-                message = (
-                    f"goal {goal_id} has an active plan already, /plans/{active_goal[goal_id]}"
-                )
-                yield Violation(f"{where}/status", message)
-            active_goal.setdefault(goal_id, number)
         horizon = plan.get("horizon")
+        if goal_id is not None and goal_id in active_goal:
+            message = f"goal {goal_id} has an active plan already, /plans/{active_goal[goal_id]}"
+            yield Violation(f"{where}/status", message)
+        elif isinstance(horizon, str) and horizon in active_horizon:
+            message = (
+                f"the {horizon}-term horizon has an active plan already, "
+                f"/plans/{active_horizon[horizon]}: one active plan per horizon"
+            )
+            yield Violation(f"{where}/status", message)
+        if goal_id is not None:
+            active_goal.setdefault(goal_id, number)
         if isinstance(horizon, str):
-            if horizon in active_horizon:
-                message = (
-                    f"the {horizon}-term horizon has an active plan already, "
-                    f"/plans/{active_horizon[horizon]}: one active plan per horizon"
-                )
-                yield Violation(f"{where}/status", message)
             active_horizon.setdefault(horizon, number)
 
 
