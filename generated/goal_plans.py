@@ -165,7 +165,7 @@ class GoalPlanningSystem(Struct, forbid_unknown_fields=True, kw_only=True):
     goals: Annotated[list[Goal], Meta(max_length=100)]
     "The person's goals; a plan's `goal_id` is an index into this list. At most 100."
     plans: Annotated[list[GoalPlan], Meta(max_length=4000)]
-    "Every plan made, in order: active ones and those completed, replanned or failed. A goal has at most one active plan."
+    "Every plan made, in order: active ones and those completed, replanned or failed. A goal has at most one active plan. At most 4000: a goal is planned at most 9 times (4 plans completed bring its progress from 0 to 1, 5 abandoned its confidence from 1 to 0), each time with at most 3 replans, so at most 36 plans, and there are at most 100 goals."
 
 
 class ModelOutputEvent(

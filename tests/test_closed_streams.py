@@ -33,8 +33,11 @@ COMMANDS = {
     "schema": ["schema", "plan"],
     "contracts": ["contracts"],
     "examples": ["examples"],
+    "goals simulate": ["goals", "simulate", "-", "--fallback"],
+    "goals plan": ["goals", "plan", "Have food", "--fallback"],
 }
-READERS = ["validate", "normalize", "execute", "plan", "think", "play"]
+READERS = ["validate", "normalize", "execute", "plan", "think", "play", "goals simulate"]
+GOAL = {"event": "goal", "description": "Have food", "horizon": "short"}
 
 
 def shell(
@@ -57,7 +60,13 @@ def with_files(name: str, tmp_path: Path) -> list[str]:
     """The command's arguments, reading a file in place of standard input."""
     (tmp_path / "plan.json").write_text(json.dumps(PLAN))
     (tmp_path / "block.json").write_text(json.dumps(BLOCK))
-    files = {"validate": "plan.json", "normalize": "block.json", "execute": "plan.json"}
+    (tmp_path / "events.ndjson").write_text(json.dumps(GOAL) + "\n")
+    files = {
+        "validate": "plan.json",
+        "normalize": "block.json",
+        "execute": "plan.json",
+        "goals simulate": "events.ndjson",
+    }
     arguments = COMMANDS[name]
     if name in files:
         arguments = [files[name] if a == "-" else a for a in arguments]

@@ -24,7 +24,14 @@ from commands import COMMAND_TIMEOUT, plancontracts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plancontracts import GOAL_PLAN, GOAL_PLANNING_SYSTEM, ContractError, convert, violations
+from plancontracts import (
+    GOAL_PLAN,
+    GOAL_PLANNING_SYSTEM,
+    ContractError,
+    contract_schema,
+    convert,
+    violations,
+)
 from plancontracts.generated.goal_plans import (
     ContextEvent,
     Goal,
@@ -751,3 +758,56 @@ def test_the_fallback_keeps_a_person_going_without_any_model() -> None:
         for s in fallback_steps(PlanRequest(someone.system.goals[0], someone.context)).steps
     ]
     contract_holds(someone.system)
+
+
+def test_a_goal_is_planned_a_bounded_number_of_times() -> None:
+    # The plan list's bound rests on it: 4 completions or 5 abandonments end a goal.
+    completions = 0
+    progress = 0.0
+    system = PlanningSystem(goals=[goal(progress=progress)])
+    while system.goals_to_plan({}):
+        system.start_plan(0, output("a", "b").steps)
+        system.evaluate_step("a", 1.0)
+        system.evaluate_step("b", 1.0)
+        completions += 1
+    assert completions == 4
+    system = PlanningSystem(goals=[goal(confidence=1.0)])
+    abandoned = 0
+    while system.goals_to_plan({}):
+        plan = system.start_plan(0, output("a", "b").steps, times_replanned=MAX_REPLANS)
+        for _ in range(OVERRIDES_TO_REPLAN):
+            system.evaluate_step("sleep", 0.0)
+        (failure,) = system.due_replans()
+        assert failure.abandons
+        system.abandon(failure)
+        assert plan.status == "failed"
+        abandoned += 1
+    assert abandoned == 5
+    assert system.goals[0].confidence == 0.0
+
+
+def test_the_numbers_of_the_rules_are_stated_where_the_schema_describes_them() -> None:
+    schema = contract_schema(GOAL_PLANNING_SYSTEM)
+    text = schema["description"]
+    for number in (READY_BELOW, PROGRESS_PER_COMPLETED_PLAN, CONFIDENCE_PER_ABANDONED_PLAN):
+        assert f"{number:g}" in text
+    plan_text = contract_schema(GOAL_PLAN)["description"]
+    assert f"{STUCK_MULTIPLIER:.1f} times" in plan_text
+    assert f"{OVERRIDES_TO_REPLAN} consecutive overrides" in plan_text
+    assert f"is already {MAX_REPLANS}" in plan_text
+
+
+def test_simulate_without_scripted_answers_plans_with_the_packaged_model() -> None:
+    script = ndjson(
+        {"event": "context", "needs": {"hunger": 25}, "world": {"location": "home"}},
+        {"event": "goal", "description": "Have enough food for the week", "horizon": "short"},
+        {"event": "cycle", "action": "sleep", "satisfaction_delta": 1},
+    )
+    done = plancontracts("goals", "simulate", "-", "--no-download", "--seed", "1", stdin=script)
+    assert done.returncode == 0, done.stderr
+    lines = records(done.stdout)
+    assert lines[1]["happened"] == [{"what": "planned", "goal_id": 0, "by": "model"}]
+    (plan,) = lines[1]["plans"]
+    assert 2 <= len(convert(GOAL_PLAN, plan).steps) <= 6
+    assert lines[2]["directive"].startswith("Current Plan Step")
+    assert "model: loaded" in done.stderr

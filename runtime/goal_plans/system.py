@@ -121,7 +121,9 @@ def directive(plan: GoalPlan) -> str:
 
 
 def _clamped(value: float) -> float:
-    return min(1.0, max(0.0, value))
+    # Rounded, so that steps of 0.2 from 1.0 end at 0.0 exactly, not at 5.6e-17,
+    # which would keep a goal planned after its confidence ran out.
+    return round(min(1.0, max(0.0, value)), 9)
 
 
 @dataclass
