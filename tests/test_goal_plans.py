@@ -811,3 +811,39 @@ def test_simulate_without_scripted_answers_plans_with_the_packaged_model() -> No
     assert 2 <= len(convert(GOAL_PLAN, plan).steps) <= 6
     assert lines[2]["directive"].startswith("Current Plan Step")
     assert "model: loaded" in done.stderr
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_start_plan_refuses_steps_outside_the_output_contract(count: int) -> None:
+    system = PlanningSystem(goals=[goal()])
+    steps = output(*[f"step {n}" for n in range(count)]).steps
+    with pytest.raises(ContractError, match="/steps"):
+        system.start_plan(0, steps)
+    assert system.plans == []
+
+
+def test_a_retry_of_a_retry_says_it_once() -> None:
+    someone, _ = person(output("work", "rest", cycles=5))
+    add(someone, goal())
+    for _ in range(2 * OVERRIDES_TO_REPLAN):  # two replans, both written by the fallback
+        cycle(someone, "sleep")
+    _first, second, third = someone.system.plans
+    assert second.steps[0].description == "Try again: Do: work"
+    assert third.steps[0].description == "Try again: Do: work"
+    assert third.steps[0].estimated_cycles == 5  # one more each time, at most the bound
+
+
+def test_completed_and_abandoned_plans_show_their_goal_after() -> None:
+    someone, _ = person(output("a", "b"), output("work", "rest", cycles=5))
+    add(someone, goal(confidence=0.1))
+    cycle(someone, "a")
+    (completed, _planned) = cycle(someone, "b").happened
+    assert completed.goal is not None
+    assert completed.goal.progress == pytest.approx(PROGRESS_PER_COMPLETED_PLAN)
+    someone.system.plans[-1].times_replanned = MAX_REPLANS
+    for _ in range(OVERRIDES_TO_REPLAN):
+        report = cycle(someone, "sleep")
+    (abandoned,) = report.happened
+    assert abandoned.goal is not None
+    assert abandoned.goal.confidence == 0.0
+    assert someone.system.goals[0].confidence == 0.0

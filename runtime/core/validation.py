@@ -595,10 +595,11 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
             return f"is {len(instance)} characters long; needs at least {expected}"
         case "maxLength":
             return f"is {len(instance)} characters long; at most {expected} allowed"
-        case "minItems":
-            return f"has {len(instance)} items; needs at least {expected}"
-        case "maxItems":
-            return f"has {len(instance)} items; at most {expected} allowed"
+        case "minItems" | "maxItems":
+            count = f"{len(instance)} item" + ("" if len(instance) == 1 else "s")
+            if keyword == "minItems":
+                return f"has {count}; needs at least {expected}"
+            return f"has {count}; at most {expected} allowed"
         case "minProperties" | "maxProperties":
             count = f"{len(instance)} field" + ("" if len(instance) == 1 else "s")
             if keyword == "minProperties":

@@ -56,6 +56,7 @@ _HINT = field_bound(StepProposal, "action_hint", "max_length")
 _DESCRIPTION = field_bound(StepProposal, "description", "max_length")
 _MOST_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
 _MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
+_AGAIN = "Try again: "
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,10 @@ def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
         )
         return GoalPlanOutput(steps=[find, work])
     failed = request.failed
+    again = failed.description
     retry = StepProposal(
-        description=_cut(f"Try again: {failed.description}", _DESCRIPTION),
+        # A retry of a retry says it once.
+        description=again if again.startswith(_AGAIN) else _cut(_AGAIN + again, _DESCRIPTION),
         action_hint=failed.action_hint,
         expected_outcome=failed.expected_outcome,
         estimated_cycles=min(_MOST_CYCLES, failed.estimated_cycles + 1),

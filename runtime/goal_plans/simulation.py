@@ -49,6 +49,8 @@ class Happening(msgspec.Struct, frozen=True, omit_defaults=True):
     "Why the step failed (replanned, abandoned)."
     ended: GoalPlan | None = None
     "The plan that ended (replanned, abandoned, completed); an ended plan never changes again."
+    goal: Goal | None = None
+    "The goal after its plan was completed or abandoned: its new progress or confidence."
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class Person:
         outcome = self.system.evaluate_step(action, satisfaction_delta)
         happened = []
         if outcome is StepOutcome.PLAN_COMPLETED and plan is not None:
-            happened.append(Happening("completed", plan.goal_id, ended=plan))
+            goal = self._goal(plan.goal_id)
+            happened.append(Happening("completed", plan.goal_id, ended=plan, goal=goal))
         return CycleReport(outcome, happened + await self._plan_due())
 
     async def _plan_due(self) -> list[Happening]:
@@ -111,7 +114,10 @@ class Person:
         plan = failure.plan
         if failure.abandons:
             self.system.abandon(failure)
-            return Happening("abandoned", plan.goal_id, reason=failure.reason, ended=plan)
+            goal = self._goal(plan.goal_id)
+            return Happening(
+                "abandoned", plan.goal_id, reason=failure.reason, ended=plan, goal=goal
+            )
         index = plan.current_step_index
         request = PlanRequest(
             self.system.goals[plan.goal_id],
@@ -125,6 +131,10 @@ class Person:
         output, source = await self.planner.steps(request)
         self.system.replan(failure, output.steps)
         return Happening("replanned", plan.goal_id, by=source, reason=failure.reason, ended=plan)
+
+    def _goal(self, goal_id: int) -> Goal:
+        """Goal `goal_id` as it is now (a copy: the system goes on changing it)."""
+        return msgspec.structs.replace(self.system.goals[goal_id])
 
     async def run_event(self, event: GoalEvent) -> CycleReport | list[Happening]:
         """Apply one `goal-event` document: a cycle's report, or what a goal made happen.

@@ -24,17 +24,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ...generated import GOAL_PLANNING_SYSTEM
+import msgspec
+
+from ...generated import GOAL_PLAN_OUTPUT, GOAL_PLANNING_SYSTEM
 from ...generated.goal_plans import (
     Goal,
     GoalPlan,
     GoalPlanningSystem,
+    GoalPlanOutput,
     GoalStep,
     Horizon,
     StepProposal,
 )
 from ..core.contracts import contract_schema, field_bound
 from ..core.errors import PlanContractsError
+from ..core.validation import convert
 from .rules import MAX_REPLANS
 
 __all__ = [
@@ -228,8 +232,11 @@ class PlanningSystem:
         """Make a plan of `steps` for goal `goal_id`, its first step active, and return it.
 
         Raises ValueError when the goal does not exist, already has an active
-        plan, or its horizon has one: a goal is planned once at a time.
+        plan, or its horizon has one: a goal is planned once at a time; and
+        ContractError (a ValueError) when `steps` break the
+        `goal-plan-output` contract, as steps built in Python may.
         """
+        convert(GOAL_PLAN_OUTPUT, msgspec.to_builtins(GoalPlanOutput(steps=list(steps))))
         if not 0 <= goal_id < len(self.goals):
             raise ValueError(f"there is no goal {goal_id}")
         goal = self.goals[goal_id]
