@@ -175,6 +175,8 @@ def _error(violations: tuple[Violation, ...]) -> dict[str, Any]:
 
 def _plan(args: argparse.Namespace, out: Output) -> int:
     try:
+        if not args.goal.strip():
+            raise UsageError("GOAL: is blank")
         goal = _goal(args.goal.strip(), args.horizon)
         context = _context(args.needs)
     except ContractError as error:

@@ -102,8 +102,8 @@ def _line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _listed(lines: list[str]) -> str:
-    return "\n".join(f"- {_line(line)}" for line in lines) if lines else "- none known"
+def _listed(lines: list[str], none: str = "none known") -> str:
+    return "\n".join(f"- {_line(line)}" for line in lines) if lines else f"- {none}"
 
 
 def _number(value: float) -> str:
@@ -115,30 +115,35 @@ def plan_messages(request: PlanRequest) -> list[Message]:
 
     The system message says what a plan is and how to write one; the user
     message gives the goal, its horizon, the needs, emotions, world and
-    lessons, and for a replan the steps completed, the failed step and why.
+    lessons, and for a replan the steps completed, the step that failed
+    (with what it was to achieve) and why, and the steps not reached.
     """
     context = request.context
     values = {
         "goal": _line(request.goal.description),
         "horizon": request.goal.horizon,
-        "needs": _listed([f"{k}: {_number(v)}%" for k, v in context.needs.items()]),
+        "needs": _listed([f"{k}: {_number(v)}% satisfied" for k, v in context.needs.items()]),
         "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
         "world": _listed([f"{k}: {v}" for k, v in context.world.items()]),
         "lessons": _listed(
             [f"{each.lesson} (confidence {each.confidence:.2f})" for each in context.lessons]
         ),
     }
-    if request.failed is None:
+    failed = request.failed
+    if failed is None:
         user = _template("plan.md").substitute(values)
     else:
         completed = [
             f"{step.description} (done by: {step.action_hint})" for step in request.completed
         ]
+        pending = [f"{step.description} (action: {step.action_hint})" for step in request.pending]
         user = _template("replan.md").substitute(
             values,
-            completed=_listed(completed),
-            failed=_line(f"{request.failed.description} (action: {request.failed.action_hint})"),
+            completed=_listed(completed, "none"),
+            failed=_line(f"{failed.description} (action: {failed.action_hint})"),
+            expected=_line(failed.expected_outcome),
             reason=_line(request.reason),
+            pending=_listed(pending, "none"),
         )
     return [
         {"role": "system", "content": _template("system.md").substitute().strip()},
@@ -267,9 +272,9 @@ class Planner:
             raise ProfileBug(f"the model's steps broke their contract: {error}") from None
 
     def _loaded_model(self) -> ModelWriter | None:
-        if not self._loaded:
+        if not self._loaded and self.load is not None:  # without `load`, the caller chose
             self._loaded = True
-            self._model = self.load() if self.load is not None else None
+            self._model = self.load()
             if self._model is None:
                 self.say("goals: no model; the fallback decomposition writes the plans")
         return self._model
