@@ -212,12 +212,8 @@ def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
 
 
 def _proposal(step: GoalStep) -> StepProposal:
-    return StepProposal(
-        description=step.description,
-        action_hint=step.action_hint,
-        expected_outcome=step.expected_outcome,
-        estimated_cycles=step.estimated_cycles,
-    )
+    """`step` as the model would propose it: the fields a proposal has, taken from the step."""
+    return StepProposal(**{name: getattr(step, name) for name in StepProposal.__struct_fields__})
 
 
 # Who writes ---------------------------------------------------------------------------------

@@ -320,12 +320,8 @@ class PlanningSystem:
 
 
 def _step(proposal: StepProposal) -> GoalStep:
-    return GoalStep(
-        description=proposal.description,
-        action_hint=proposal.action_hint,
-        expected_outcome=proposal.expected_outcome,
-        estimated_cycles=proposal.estimated_cycles,
-    )
+    """A pending step of a plan, as `proposal` proposes it."""
+    return GoalStep(**msgspec.structs.asdict(proposal))
 
 
 def completed_steps(plans: Iterable[GoalPlan], goal_id: int) -> list[GoalStep]:
