@@ -105,6 +105,7 @@ class ContractSet:
         self._schema_only_rules = schema_only_rules
         self._rules = rules
         self._validators: dict[str, Draft202012Validator] = {}
+        self._default_rules: dict[str, Rules | None] = {}
 
     def names(self) -> tuple[str, ...]:
         """The names of the contracts, sorted."""
@@ -129,7 +130,7 @@ class ContractSet:
                 raise ContractError(contract, problems)
             return value
         try:
-            typed = msgspec.convert(value, target)
+            typed = _converter(target)(value)
         except msgspec.ValidationError:
             problems = self.violations(contract, value, rules=chosen)
             if problems:
@@ -137,10 +138,12 @@ class ContractSet:
             return _convert_integral_floats(value, target)
         if contract in self._schema_only_rules:
             problems = self.violations(contract, value, rules=chosen)
-        else:  # the types held, so the schema holds: only the rules beyond it are left
-            problems = _merged([], _rule_violations(chosen, value))
-        if problems:
-            raise ContractError(contract, problems)
+            if problems:
+                raise ContractError(contract, problems)
+        elif chosen is not None:  # the types held, so the schema holds: the rules are left
+            beyond = _rule_violations(chosen, value)
+            if beyond:
+                raise ContractError(contract, _merged([], beyond))
         return typed
 
     def violations(self, contract: str, value: Any, *, rules: Rules | None = None) -> Violations:
@@ -186,7 +189,11 @@ class ContractSet:
     def _chosen(self, contract: str, rules: Rules | None) -> Rules | None:
         self.require(contract)
         if rules is None:
-            return self._rules(contract) if self._rules else None
+            if self._rules is None:
+                return None
+            if contract not in self._default_rules:  # found once: a family's module is read
+                self._default_rules[contract] = self._rules(contract)
+            return self._default_rules[contract]
         if rules.contract != contract:
             raise ValueError(f"{rules.name} are rules of {rules.contract}, not of {contract}")
         return rules
@@ -310,6 +317,21 @@ def _merged(schema: list[Violation], beyond: list[Violation]) -> Violations:
     ordered = sorted(set(kept + beyond), key=_document_order)
     cut = max(len(schema), len(beyond), len(ordered)) > MAX_VIOLATIONS
     return Violations(ordered[:MAX_VIOLATIONS], complete=not cut)
+
+
+@cache
+def _converter(target: Any) -> Callable[[Any], Any]:
+    """`msgspec.convert` into `target`, with the type's information built once.
+
+    msgspec caches what it learns of a Struct type, but rebuilds it on every
+    call for any other type: a tagged union (`tool-event`) or a map
+    (`frozen-plans`) cost five times their conversion in that rebuilding.
+    Such a type is converted as the one field of a Struct made for it.
+    """
+    if isinstance(target, type) and issubclass(target, msgspec.Struct):
+        return lambda value: msgspec.convert(value, target)
+    holder = msgspec.defstruct("Holder", [("value", target)])
+    return lambda value: getattr(msgspec.convert({"value": value}, holder), "value")  # noqa: B009
 
 
 def _convert_integral_floats(value: Any, target: Any) -> Any:
