@@ -92,12 +92,20 @@ def _planning_block(value: Any, mode: Mode) -> Iterator[Violation]:
 # feed and carriage return are text), DEL or a C1 control raw. A document whose
 # JSON shows none has nothing to walk for; a false alarm only costs the walk.
 _SUSPECT = re.compile(rb"<[A-Za-z/!?]|\\u00[01][0-9a-fA-F]|\\[bf]|\x7f|\xc2[\x80-\x9f]")
+# Every match starts with one of these bytes; looking for each (memchr) is
+# cheaper than the expression's scan, byte by byte, of a block that has none.
+_SUSPECT_STARTS = (b"<", b"\\", b"\x7f", b"\xc2")
+
+
+def _suspect(encoded: bytes) -> bool:
+    """Whether a document's JSON may show markup or a control character."""
+    return any(start in encoded for start in _SUSPECT_STARTS) and bool(_SUSPECT.search(encoded))
 
 
 def _plain_text(value: Any) -> Iterator[Violation]:
     """Every free text holding markup or control characters, in document order."""
     try:
-        if not _SUSPECT.search(msgspec.json.encode(value)):
+        if not _suspect(msgspec.json.encode(value)):
             return
     except (TypeError, UnicodeEncodeError, RecursionError, msgspec.EncodeError):
         pass  # not JSON msgspec writes (a lone surrogate, deep nesting): walk it all
