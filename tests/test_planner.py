@@ -205,6 +205,22 @@ def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -
     assert writer.generator(json.loads(json.dumps(schema))) is first
 
 
+def test_a_new_schemas_constraint_reuses_the_tokenizer_built_for_the_first(
+    writer: ModelWriter,
+) -> None:
+    # llguidance's tokenizer, made from the whole vocabulary, takes seconds to build:
+    # one per model, never one per schema (a replan's new disabled set is a new schema).
+    writer.generator(plan_profile(max_tools=2).schema)
+    tokenizer = writer._backend.llg_tokenizer
+    other = plan_profile(disabled=["torch-lighter"], max_tools=2).schema
+    writer.generator(other)
+    assert writer._backend.llg_tokenizer is tokenizer
+    prompt = render_chat(narrator_messages("look", bundled_skills()), None)
+    document = writer.write(prompt, other, seed=7)
+    plan = plan_profile(disabled=["torch-lighter"], max_tools=2).to_plan(document, generation=1)
+    assert check_plan(plan) is None
+
+
 def resident_megabytes() -> int:
     with open("/proc/self/status") as status:
         line = next(line for line in status if line.startswith("VmRSS:"))

@@ -92,6 +92,7 @@ class ModelWriter:
     model: Any
     chat_template: str | None
     _generators: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _backend: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     busy: threading.Lock = field(default_factory=threading.Lock)
     "Held while tokens are generated: one llama.cpp context serves one generation at a time."
@@ -117,17 +118,23 @@ class ModelWriter:
 
     def generator(self, schema: dict[str, Any]) -> Any:
         """The compiled constraint for `schema`, built on first use and then reused."""
-        import outlines
-        from outlines.types import JsonSchema
+        from outlines.backends.llguidance import LLGuidanceBackend
+        from outlines.generator import SteerableGenerator
 
         canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
         key = hashlib.sha256(canonical.encode()).hexdigest()
         with self._lock:
             found = self._generators.get(key)
             if found is None:
+                if self._backend is None:
+                    # The backend holds llguidance's tokenizer, built from the whole
+                    # vocabulary: 2 to 4 s, which `outlines.Generator` pays again for
+                    # every schema. Built once, a new schema's constraint costs little.
+                    self._backend = LLGuidanceBackend(self.model)
                 # Unsorted: the model writes properties in the order the schema gives.
                 text = json.dumps(schema, separators=(",", ":"))
-                found = outlines.Generator(self.model, JsonSchema(text), backend="llguidance")
+                processor = self._backend.get_json_schema_logits_processor(text)
+                found = SteerableGenerator.from_processor(self.model, processor)
                 self._generators[key] = found
                 while len(self._generators) > CACHED_CONSTRAINTS:
                     self._generators.popitem(last=False)
