@@ -138,8 +138,8 @@ class GoalPlan(Struct, forbid_unknown_fields=True, kw_only=True):
     "The index of the goal in the person's goal list (`goals` of the planning system)."
     horizon: Horizon
     "The goal's horizon: `short`, `mid` or `long`. At most one plan per horizon is active at a time, and the current step comes from the active plan of the shortest horizon."
-    steps: Annotated[list[GoalStep], Meta(max_length=6, min_length=1)]
-    "The steps in the order they are taken; at most 6. Steps before the current one are completed, steps after it pending."
+    steps: Annotated[list[GoalStep], Meta(max_length=6, min_length=2)]
+    "The steps in the order they are taken, 2 to 6 of them, as the model's output has. Steps before the current one are completed, steps after it pending."
     current_step_index: Annotated[int, Meta(ge=0, le=6)]
     "The index of the step being worked on (the active one, or the failed one of a plan replanned or failed); the number of steps once the plan is completed."
     status: Literal["active", "completed", "failed", "replanned"]
