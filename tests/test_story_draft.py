@@ -44,6 +44,7 @@ from plancontracts.generated.story_packages import AssetFile, StoryDraft
 from plancontracts.runtime.core import rules as core_rules
 from plancontracts.runtime.core.contracts import contract_schema, field_bound
 from plancontracts.runtime.core.rules import Rules
+from plancontracts.runtime.core.validation import BUNDLED
 from plancontracts.runtime.story_packages.assets import (
     AssetGenerationError,
     AssetRequest,
@@ -787,6 +788,8 @@ def test_finalize_judges_the_package_by_its_familys_rules_reporting_every_proble
 
     declared = {STORY_PACKAGE.name: Rules(STORY_PACKAGE.name, "test rules", no_harbour)}
     monkeypatch.setattr(core_rules, "_declared", lambda family: declared)
+    # The contracts look a family's rules up once: forget what an earlier test found.
+    monkeypatch.setattr(BUNDLED, "_default_rules", {})
     session = story()
     done = refused(session, FINALIZE, {"title": "T"})
     assert done.message == (
