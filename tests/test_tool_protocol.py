@@ -503,6 +503,17 @@ def test_a_stop_signal_to_a_turn_leaves_no_process(
     assert_nothing_left(data, "torch-lighter")
 
 
+# The command as a shell in the foreground starts it: Ctrl-C raises KeyboardInterrupt.
+# A suite started in the background by a shell without job control inherits SIGINT
+# ignored, and Python then leaves it ignored in every process the suite starts.
+_WITH_CTRL_C = (
+    "import signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(
     signum: signal.Signals,
@@ -511,7 +522,7 @@ def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(
     # machine schedules this test: it must stop, not finish.
     inputs = ["I light the torch", "I examine the iron door", "I roll 2d6", "I look around"] * 8
     cli = subprocess.Popen(
-        [sys.executable, "-m", "plancontracts", "plan", "--model", "gemma3-270m", *inputs],
+        [sys.executable, "-c", _WITH_CTRL_C, "plan", "--model", "gemma3-270m", *inputs],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
