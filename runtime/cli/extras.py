@@ -11,7 +11,7 @@ import importlib.util
 
 from .base import UsageError
 
-__all__ = ["EXTRAS", "require_extra"]
+__all__ = ["EXTRAS", "missing_modules", "require_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2"),
@@ -24,6 +24,11 @@ tests/test_extras.py holds the two to each other.
 """
 
 
+def missing_modules(extra: str) -> list[str]:
+    """The modules of `extra` (a key of `EXTRAS`) that are not installed; none is imported."""
+    return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+
+
 def require_extra(extra: str, command: str) -> None:
     """Return if every module of `extra` (a key of `EXTRAS`) is installed.
 
@@ -31,7 +36,7 @@ def require_extra(extra: str, command: str) -> None:
     command that installs them, when one is not. Nothing is imported: each
     module is only looked for.
     """
-    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    missing = missing_modules(extra)
     if missing:
         raise UsageError(
             f"{command} needs the {extra} extra, which is not installed "

@@ -22,7 +22,7 @@ import msgspec
 from ...generated import GOAL_EVENT
 from ...generated.goal_plans import ContextEvent, Goal, GoalEvent, NewGoalEvent
 from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason, say
-from ..cli.extras import EXTRAS
+from ..cli.extras import missing_modules
 from ..cli.inputs import lines_of, opened, unreadable
 from ..cli.options import RulesOption, add_max_bytes, add_model_options
 from ..cli.signals import run_trio
@@ -85,7 +85,7 @@ def _planner(args: argparse.Namespace) -> Planner:
     """Scripted answers first, then the model (loaded when first needed), then the fallback."""
     if args.fallback:
         return Planner(say=say)
-    missing = [name for name in EXTRAS["model"] if _absent(name)]
+    missing = missing_modules("model")
     if missing:
         say(
             f"goals: the model extra is not installed (no module {', '.join(missing)}): "
@@ -99,12 +99,6 @@ def _planner(args: argparse.Namespace) -> Planner:
         return load_first_model(args.model, download=not args.no_download, say=say)
 
     return Planner(load=load, say=say, seed=args.seed)
-
-
-def _absent(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is None
 
 
 def _simulate(args: argparse.Namespace, out: Output) -> int:
@@ -138,7 +132,7 @@ def _event(person: Person, line: bytes | Violation) -> dict[str, Any]:
     except TooManyGoals as error:
         record = {"event": "goal", "ok": False, "error": {"message": str(error)}}
     else:
-        record = {"event": _kind(line), "ok": True}
+        record = {"event": event.__struct_config__.tag, "ok": True}
         if isinstance(done, CycleReport):
             record["outcome"] = done.outcome.value
             done = done.happened
