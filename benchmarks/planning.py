@@ -7,11 +7,18 @@ the bundled skills, it measures in one run:
 
 - the fraction of plans valid against the contract and accepted by the
   executor (target 100%);
-- p50 and p95 time to a plan (target: p50 under 5 s);
+- p50 and p95 time to a plan, the first plan excluded (it evaluates the whole
+  system prompt once; later prompts share it): target p95 under 5 s, the
+  seed's "a plan within 5 seconds for 95% of inputs"; the first and the
+  slowest plans are printed beside it;
 - the process's peak resident memory over the 30 distinct inputs (target:
   under 1.5 GB; a long `play` session plans many distinct inputs);
 - tokens per second under the plan profile against free generation on the
-  same prompts, as a ratio (target at least 0.85);
+  same prompts, as a ratio (target at least 0.85), and where each
+  constrained token's extra time goes: the matcher's step and mask
+  (llguidance filling the bitmask over the whole vocabulary), applying the
+  mask to the logits, and the rest (llama-cpp-python's custom sampler
+  handing the logits to Python and back);
 - the set-up of a compiled constraint, first against second time for the same
   profile (the second should cost a small fraction of the first), and for a
   new profile (a replan's, a skill disabled: the tokenizer built for the
@@ -27,8 +34,9 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 import trio
 
@@ -73,7 +81,7 @@ INPUTS = [
     "I open the letter with the red seal",
 ]
 TARGET_VALID = 1.0
-TARGET_P50 = 5.0
+TARGET_P95 = 5.0
 TARGET_PEAK_RSS_GB = 1.5
 TARGET_SPEED_RATIO = 0.85
 FREE_TOKENS = 96
@@ -105,7 +113,7 @@ async def main() -> int:
     )
 
     valid = 0
-    times: list[float] = []
+    times: list[tuple[float, str]] = []
     for text in INPUTS:
         started = time.perf_counter()
         try:
@@ -113,7 +121,7 @@ async def main() -> int:
         except ProfileBug as bug:
             print(f"  {text!r}: PROFILE BUG: {bug}", file=sys.stderr)
             continue
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, text))
         valid += check_plan(plan, skills=planner.skills) is None
     fraction = valid / len(INPUTS)
     met &= fraction >= TARGET_VALID
@@ -121,12 +129,16 @@ async def main() -> int:
         f"valid and executable plans: {valid} of {len(INPUTS)} ({fraction:.0%}; target 100%): "
         f"{'met' if fraction >= TARGET_VALID else 'NOT met'}"
     )
-    p50 = statistics.median(times)
-    p95 = statistics.quantiles(times, n=20)[-1]
-    met &= p50 < TARGET_P50
+    first_plan, later = times[0][0], times[1:]
+    seconds = [taken for taken, _ in later]
+    p50 = statistics.median(seconds)
+    p95 = statistics.quantiles(seconds, n=20)[-1]
+    slowest, slowest_text = max(later)
+    met &= p95 < TARGET_P95
     print(
-        f"time to a plan: p50 {p50:.2f} s, p95 {p95:.2f} s (target p50 under {TARGET_P50:g} s): "
-        f"{'met' if p50 < TARGET_P50 else 'NOT met'}"
+        f"time to a plan, the first excluded: p50 {p50:.2f} s, p95 {p95:.2f} s "
+        f"(target p95 under {TARGET_P95:g} s): {'met' if p95 < TARGET_P95 else 'NOT met'}; "
+        f"the first {first_plan:.2f} s, the slowest {slowest:.2f} s ({slowest_text!r})"
     )
     peak = peak_rss_gb()
     met &= peak < TARGET_PEAK_RSS_GB
@@ -140,10 +152,12 @@ async def main() -> int:
     # evaluation time, so the long shared prompt does not swamp the comparison.
     constrained_tokens = free_tokens = 0
     constrained_seconds = free_seconds = 0.0
+    clock = ConstraintClock()
     for text in INPUTS[:10]:
         prompt = render_chat(narrator_messages(text, planner.skills), writer.chat_template)
         constrained = partial(writer.write, prompt, profile.schema, seed=2)
-        tokens, seconds = measured(constrained, writer)
+        with clock.timing(writer.generator(profile.schema).logits_processor):
+            tokens, seconds = measured(constrained, writer)
         constrained_tokens += tokens
         constrained_seconds += seconds
         free = partial(writer.llama.create_completion, prompt, max_tokens=FREE_TOKENS, seed=2)
@@ -158,12 +172,66 @@ async def main() -> int:
         f"(target at least {TARGET_SPEED_RATIO:g}): "
         f"{'met' if ratio >= TARGET_SPEED_RATIO else 'NOT met'}"
     )
+    per_token = constrained_seconds / constrained_tokens * 1000
+    extra = per_token - free_seconds / free_tokens * 1000
+    step, fill, apply = (part / constrained_tokens * 1000 for part in clock.parts())
+    rest = extra - step - fill - apply
+    print(
+        f"a constrained token: {per_token:.2f} ms, {extra:.2f} ms more than a free one: "
+        f"matcher step {step:.2f} ms, filling the mask {fill:.2f} ms, applying it to the "
+        f"{writer.llama.n_vocab():,} logits {apply:.2f} ms, the rest {rest:.2f} ms"
+    )
     return 0 if met else 1
 
 
 def peak_rss_gb() -> float:
     """This process's peak resident set size so far (Linux reports kilobytes)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+class ConstraintClock:
+    """Seconds spent in the constraint's logits processor, in three parts.
+
+    Outlines' processor steps llguidance's matcher past the last token, then
+    fills the bitmask of allowed tokens and applies it to the logits, both
+    through `llguidance.numpy`, which it looks up at every token: timing
+    those two functions and the processor's whole call splits the time.
+    """
+
+    def __init__(self) -> None:
+        self.whole = self.fill = self.apply = 0.0
+
+    def parts(self) -> tuple[float, float, float]:
+        """The matcher's step (the whole call less the mask), the fill, the apply."""
+        return self.whole - self.fill - self.apply, self.fill, self.apply
+
+    @contextlib.contextmanager
+    def timing(self, processor: Any) -> Iterator[None]:
+        import llguidance.numpy
+
+        def timed(function: Callable[..., Any], part: str) -> Callable[..., Any]:
+            def call(*args: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return function(*args)
+                finally:
+                    setattr(self, part, getattr(self, part) + time.perf_counter() - started)
+
+            return call
+
+        fill, apply = (
+            llguidance.numpy.fill_next_token_bitmask,
+            llguidance.numpy.apply_token_bitmask_inplace,
+        )
+        llguidance.numpy.fill_next_token_bitmask = timed(fill, "fill")
+        llguidance.numpy.apply_token_bitmask_inplace = timed(apply, "apply")
+        processor.process_logits = timed(processor.process_logits, "whole")
+        try:
+            yield
+        finally:
+            llguidance.numpy.fill_next_token_bitmask = fill
+            llguidance.numpy.apply_token_bitmask_inplace = apply
+            del processor.process_logits
 
 
 def measured(generate: Callable[[], object], writer: ModelWriter) -> tuple[int, float]:
