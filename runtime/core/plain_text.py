@@ -28,7 +28,14 @@ import nh3
 
 from .contracts import AnyContract, contract_name, contract_schema
 
-__all__ = ["control_characters", "free_texts", "has_markup", "neutralise", "without_controls"]
+__all__ = [
+    "control_characters",
+    "free_texts",
+    "has_markup",
+    "neutralise",
+    "one_line",
+    "without_controls",
+]
 
 # Each round removes one layer of markup (and of references spelling markup);
 # real texts need one or two. Deeper nesting than this is escaped instead.
@@ -40,6 +47,19 @@ _ROUNDS = 16
 # pair needs no parsing: character references alone only ever make text.
 _MAY_OPEN_MARKUP = re.compile(r"<[A-Za-z/!?]")
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def one_line(text: str, most: int | None = None) -> str:
+    """`text` on one line, its whitespace runs as single spaces, cut at a word to `most` characters.
+
+    For a value quoted in a prompt: a newline in it cannot open a section of
+    its own there. A word longer than `most` is cut where `most` falls.
+    """
+    text = " ".join(text.split())
+    if most is None or len(text) <= most:
+        return text
+    cut = text[: most + 1].rsplit(" ", 1)[0]
+    return cut if cut and len(cut) <= most else text[:most]
 
 
 def has_markup(text: str) -> bool:

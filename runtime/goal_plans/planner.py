@@ -27,6 +27,7 @@ from ...generated import GOAL_PLAN_OUTPUT
 from ...generated.goal_plans import Goal, GoalPlanOutput, GoalStep, Lesson, StepProposal
 from ..core.contracts import field_bound
 from ..core.errors import ContractError
+from ..core.plain_text import one_line
 from ..core.profiles import Bounds, ProfileBug, contract_profile
 from ..core.validation import convert
 
@@ -97,13 +98,8 @@ def _template(name: str) -> Template:
     return Template(files(__package__).joinpath("templates", name).read_text("utf-8"))
 
 
-def _line(text: str) -> str:
-    """`text` on one line: a value cannot open a section of its own in the prompt."""
-    return " ".join(text.split())
-
-
 def _listed(lines: list[str], none: str = "none known") -> str:
-    return "\n".join(f"- {_line(line)}" for line in lines) if lines else f"- {none}"
+    return "\n".join(f"- {one_line(line)}" for line in lines) if lines else f"- {none}"
 
 
 def _number(value: float) -> str:
@@ -120,7 +116,7 @@ def plan_messages(request: PlanRequest) -> list[Message]:
     """
     context = request.context
     values = {
-        "goal": _line(request.goal.description),
+        "goal": one_line(request.goal.description),
         "horizon": request.goal.horizon,
         "needs": _listed([f"{k}: {_number(v)}% satisfied" for k, v in context.needs.items()]),
         "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
@@ -140,9 +136,9 @@ def plan_messages(request: PlanRequest) -> list[Message]:
         user = _template("replan.md").substitute(
             values,
             completed=_listed(completed, "none"),
-            failed=_line(f"{failed.description} (action: {failed.action_hint})"),
-            expected=_line(failed.expected_outcome),
-            reason=_line(request.reason),
+            failed=one_line(f"{failed.description} (action: {failed.action_hint})"),
+            expected=one_line(failed.expected_outcome),
+            reason=one_line(request.reason),
             pending=_listed(pending, "none"),
         )
     return [
@@ -164,15 +160,6 @@ def output_profile() -> dict[str, Any]:
 # The fallback -------------------------------------------------------------------------------
 
 
-def _cut(text: str, most: int) -> str:
-    """`text` on one line, cut at a word to at most `most` characters."""
-    text = _line(text)
-    if len(text) <= most:
-        return text
-    cut = text[: most + 1].rsplit(" ", 1)[0]
-    return cut if cut and len(cut) <= most else text[:most]
-
-
 def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
     """Steps for `request` without a model, the same for the same request.
 
@@ -181,16 +168,16 @@ def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
     bound), then the steps its plan had not reached, then works at the goal
     when fewer than two steps would be left.
     """
-    goal = _cut(request.goal.description, _DESCRIPTION - 20)
+    goal = one_line(request.goal.description, _DESCRIPTION - 20)
     work = StepProposal(
-        description=_cut(f"Work at the goal: {goal}", _DESCRIPTION),
-        action_hint=_cut(f"work at {goal.lower()}", _HINT),
+        description=one_line(f"Work at the goal: {goal}", _DESCRIPTION),
+        action_hint=one_line(f"work at {goal.lower()}", _HINT),
         expected_outcome="the goal is closer",
         estimated_cycles=3,
     )
     if request.failed is None:
         find = StepProposal(
-            description=_cut(f"Find out what it takes to: {goal}", _DESCRIPTION),
+            description=one_line(f"Find out what it takes to: {goal}", _DESCRIPTION),
             action_hint="look around",
             expected_outcome="know what the goal needs",
             estimated_cycles=1,
@@ -200,7 +187,7 @@ def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
     again = failed.description
     retry = StepProposal(
         # A retry of a retry says it once.
-        description=again if again.startswith(_AGAIN) else _cut(_AGAIN + again, _DESCRIPTION),
+        description=again if again.startswith(_AGAIN) else one_line(_AGAIN + again, _DESCRIPTION),
         action_hint=failed.action_hint,
         expected_outcome=failed.expected_outcome,
         estimated_cycles=min(_MOST_CYCLES, failed.estimated_cycles + 1),
