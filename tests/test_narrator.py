@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,33 @@ def test_a_failed_skill_is_disabled_in_the_next_generation(
     assert [vars(r)["plancontracts"]["outcome"] for r in caplog.records] == ["failed", "success"]
 
 
+class Recording:
+    """A planner that notes what each generation was told went wrong, then plans as `inner`."""
+
+    def __init__(self, inner: Planner) -> None:
+        self.inner = inner
+        self.skills = inner.skills
+        self.told: list[list[str]] = []
+
+    async def plan(self, player_input: str, **options: Any) -> Plan:
+        self.told.append(list(options.get("failures", ())))
+        return await self.inner.plan(player_input, **options)
+
+
+def test_a_replan_is_told_what_went_wrong(tmp_path: Path, wet_torch: SkillSet) -> None:
+    planner = Recording(Planner(None, wet_torch))
+    turn = play("I light the torch and roll 2d6", planner, tmp_path)
+    assert turn.attempts[1].result.success
+    retries = turn.attempts[0].result.tool_results[0].retry_count
+    assert planner.told == [
+        [],
+        [
+            f"`t1` (skills/torch-lighter/light.py) failed after {retries} retries: "
+            "tool_failure wet: the torch is wet"
+        ],
+    ]
+
+
 class StubbornPlanner:
     """A planner that keeps calling a failing script, whatever is disabled."""
 
@@ -114,6 +141,7 @@ class StubbornPlanner:
         generation: int = 1,
         parent_plan_id: str | None = None,
         seed: int | None = None,
+        failures: Sequence[str] = (),
     ) -> Plan:
         return Plan(
             request_id=f"00000000-0000-4000-8000-00000000000{generation}",

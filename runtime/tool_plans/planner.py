@@ -13,7 +13,7 @@ returns a plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,15 +66,21 @@ class Planner:
         generation: int = 1,
         parent_plan_id: str | None = None,
         seed: int | None = None,
+        failures: Sequence[str] = (),
     ) -> Plan:
         """A plan for `player_input` that passes the contract and the executor's checks.
 
-        The model writes in a worker thread; cancelling the call stops it.
+        A replan gives the skills to leave out (`disabled`), its generation,
+        the plan it replaces and what went wrong with that plan (`failures`,
+        lines of `prompts.what_failed`), which the model's prompt shows. The
+        model writes in a worker thread; cancelling the call stops it.
         """
         off = sorted(set(disabled))
         if self.writer is not None:
             profile = plan_profile(self.skills, disabled=off)
-            messages = narrator_messages(player_input, self.skills, disabled=off, state=state)
+            messages = narrator_messages(
+                player_input, self.skills, disabled=off, state=state, failures=failures
+            )
             prompt = render_chat(messages, self.writer.chat_template)
             try:
                 document = await self.writer.write_in_thread(prompt, profile.schema, seed=seed)

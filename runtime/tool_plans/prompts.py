@@ -2,21 +2,29 @@
 
 The system message lists every enabled skill: its name, description, its
 scripts (tool path and description) and the text of its prompt file; then
-the disabled skills and the session state. The user message is the input.
+the disabled skills, the session state and, for a replan, what went wrong
+with the last plan (`what_failed`). The user message is the input.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.resources import files
 from string import Template
 from typing import Any
 
+from ...generated.tool_plans import ExecutionResult, Plan, ToolError
+from ..core.plain_text import one_line
 from ..engine.skills import SkillSet
 from ..model.chat import Message
 
-__all__ = ["narrator_messages"]
+__all__ = ["FAILURES_SHOWN", "narrator_messages", "what_failed"]
+
+FAILURES_SHOWN = 5
+"The most failed tools a replan prompt describes; more are counted, not described."
+_MESSAGE_SHOWN = 200
+"The most characters of a failure's message a replan prompt quotes."
 
 
 def _template(name: str) -> Template:
@@ -29,11 +37,14 @@ def narrator_messages(
     *,
     disabled: Iterable[str] = (),
     state: Mapping[str, Any] | None = None,
+    failures: Sequence[str] = (),
 ) -> list[Message]:
     """The narrator's system and user messages for one player input.
 
     The system message lists every enabled skill: its name, description, its
     scripts (tool path and description) and the text of its prompt file.
+    `failures` are the lines of `what_failed` for the last plan of a replan;
+    each is put on one line of its own.
     """
     off = sorted(set(disabled))
     sections = []
@@ -51,8 +62,45 @@ def narrator_messages(
         skills="\n\n".join(sections) or "(none: narrate only)",
         disabled=", ".join(off) or "none",
         state=json.dumps(dict(state or {}), ensure_ascii=False, sort_keys=True),
+        failures=_template("replan.md").substitute(
+            failures="\n".join(f"- {one_line(line)}" for line in failures)
+        )
+        if failures
+        else "",
     )
     return [
         {"role": "system", "content": system.strip()},
         {"role": "user", "content": player_input.strip()},
     ]
+
+
+def what_failed(plan: Plan, result: ExecutionResult) -> list[str]:
+    """What went wrong when `plan` ran, one line each, for the next plan's prompt (FR-012).
+
+    A plan rejected before it ran gives one line, the reason (a cycle, an
+    unknown dependency, an unusable script). Otherwise each tool that failed
+    or timed out gives one, in the order they ended: its id, path, state,
+    retries and error, its message cut to `_MESSAGE_SHOWN` characters; past
+    `FAILURES_SHOWN` tools the rest are counted. Empty for a plan that
+    succeeded. Messages come from tools and are quoted as they are, on one
+    line: a hostile one can say anything, but in one bounded line.
+    """
+    if result.error:
+        return [f"the plan was rejected before it ran: {_error(result.error)}"]
+    paths = {call.tool_id: call.tool_path for call in plan.tools}
+    traces = {trace.tool_id: trace for trace in result.tool_results}
+    lines = []
+    for tool_id in result.failed_tools[:FAILURES_SHOWN]:
+        trace = traces[tool_id]
+        retries = f"{trace.retry_count} retr{'y' if trace.retry_count == 1 else 'ies'}"
+        error = _error(trace.error) if trace.error else "no reason given"
+        lines.append(f"`{tool_id}` ({paths[tool_id]}) {trace.state} after {retries}: {error}")
+    more = len(result.failed_tools) - FAILURES_SHOWN
+    if more > 0:
+        lines.append(f"and {more} more failed tool{'s' if more > 1 else ''}")
+    return lines
+
+
+def _error(error: ToolError) -> str:
+    code = f" {error.code}" if error.code else ""
+    return f"{error.category}{code}: {one_line(error.message, _MESSAGE_SHOWN)}"
