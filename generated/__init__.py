@@ -48,6 +48,9 @@ GOAL_PLANNING_SYSTEM: Final[Contract[goal_plans.GoalPlanningSystem]] = Contract(
     "goal-planning-system", goal_plans.GoalPlanningSystem
 )
 PLAN: Final[Contract[tool_plans.Plan]] = Contract("plan", tool_plans.Plan)
+PLAN_ATTEMPT: Final[Contract[tool_plans.PlanAttempt]] = Contract(
+    "plan-attempt", tool_plans.PlanAttempt
+)
 PLANNING_BLOCK: Final[Contract[planning_blocks.PlanningBlock]] = Contract(
     "planning-block", planning_blocks.PlanningBlock
 )
@@ -142,6 +145,7 @@ CONTRACTS: Final[dict[str, Contract[Any]]] = {
     "goal-plan-output": GOAL_PLAN_OUTPUT,
     "goal-planning-system": GOAL_PLANNING_SYSTEM,
     "plan": PLAN,
+    "plan-attempt": PLAN_ATTEMPT,
     "planning-block": PLANNING_BLOCK,
     "session-add-step": SESSION_ADD_STEP,
     "session-clear-plan": SESSION_CLEAR_PLAN,
@@ -181,6 +185,7 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "goal-plan-output": (),
     "goal-planning-system": (),
     "plan": (),
+    "plan-attempt": (),
     "planning-block": (),
     "session-add-step": (),
     "session-clear-plan": (),
@@ -220,6 +225,7 @@ FAMILIES: Final[dict[str, str]] = {
     "goal-plan-output": "goal_plans",
     "goal-planning-system": "goal_plans",
     "plan": "tool_plans",
+    "plan-attempt": "tool_plans",
     "planning-block": "planning_blocks",
     "session-add-step": "session_plans",
     "session-clear-plan": "session_plans",

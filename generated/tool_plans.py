@@ -159,6 +159,21 @@ class ErrorEvent(Struct, tag_field="type", tag="error", forbid_unknown_fields=Tr
     "Structured details about the problem, free-form."
 
 
+class FailedTool(Struct, forbid_unknown_fields=True, kw_only=True):
+    """One tool that did not succeed."""
+
+    tool_id: ToolId = field(name="toolId")
+    "The tool's `toolId` in the plan."
+    tool_path: RelativePath = field(name="toolPath")
+    "What the tool called: the plan's `toolPath`."
+    state: Literal["failed", "timeout"]
+    "How the tool ended: `failed` after its last retry, or `timeout`."
+    retry_count: Annotated[int, Meta(ge=0, le=10)] = field(name="retryCount")
+    "How many retries were made after the first attempt."
+    error: ToolError
+    "Why the tool failed, as the execution result says."
+
+
 class LogEvent(Struct, tag_field="type", tag="log", forbid_unknown_fields=True, kw_only=True):
     """A diagnostic message. Never an error by itself, whatever its level."""
 
@@ -297,6 +312,33 @@ class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
     "Skills that failed in earlier attempts for this player input. No tool of this plan may run a script of these skills."
     metadata: PlanMetadata | UnsetType = UNSET
     "Bookkeeping for the replan loop."
+
+
+class PlanAttempt(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The log record of one plan generation in a narrator's turn: when it ended, the plan as the planner wrote it, how it ended and, for a plan that failed, what failed and after how many retries. The narrator logs one per generation on the `plancontracts.narrator` logger (in the log record's `plancontracts` attribute); `plan --execute --log FILE` and `play --log FILE` append each as a line of FILE. Decisions: the plan is kept whole, so a failure can be replayed with `execute`; the tools' events are not (they are in the execution result, and a tool may write megabytes); `failures` lists the failed tools in the order they ended, as the execution result's `failedTools`; a successful plan may list some (tools that were not `required`); a rejected plan ran nothing, so it lists none and says why in `rejection`, which no other outcome has (a rule beyond the schema)."""
+
+    timestamp: DateTime
+    "When the attempt ended, in UTC."
+    plan_id: Uuid = field(name="planId")
+    "The plan's `requestId`."
+    generation: Annotated[int, Meta(ge=1, le=5)]
+    "Which generation of the turn this plan was: 1 for the first plan, up to 5 for the last replan."
+    outcome: Literal["success", "failed", "rejected"]
+    "How the plan ended: `success`; `failed` when a required tool failed; `rejected` when the executor refused it before anything ran (its reason is in `rejection`)."
+    skills: Annotated[list[SkillName], Meta(max_length=1024)]
+    "The skills whose scripts the plan calls, sorted, each once."
+    plan: Plan
+    "The plan as the planner wrote it."
+    failures: Annotated[list[FailedTool], Meta(max_length=1024)]
+    "Each tool that failed or timed out, in the order they ended; empty when none did."
+    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
+    "The skills the next plan of the turn may not use: the plan's own and those of its failed tools."
+    planning_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="planningMs")
+    "Time spent writing the plan, in milliseconds."
+    execution_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionMs")
+    "Time spent executing the plan, in milliseconds."
+    rejection: ToolError | UnsetType = UNSET
+    "Why the executor refused the plan before running it. Present only when `outcome` is `rejected`."
 
 
 class SkillManifest(Struct, forbid_unknown_fields=True, kw_only=True):

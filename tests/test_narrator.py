@@ -9,12 +9,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from commands import without_a_model
 from syrupy.assertion import SnapshotAssertion
 
-from plancontracts.generated.tool_plans import Plan, PlanMetadata, ToolInvocation
+from plancontracts import PLAN_ATTEMPT, contract_schema, convert, decode, violations
+from plancontracts.generated.tool_plans import Plan, PlanAttempt, PlanMetadata, ToolInvocation
 from plancontracts.runtime.engine.limits import Limits
 from plancontracts.runtime.engine.skills import SkillSet, discover_skills
 from plancontracts.runtime.tool_plans.narrator import Turn, fallback_narration, play_turn
@@ -127,6 +129,29 @@ def test_a_replan_is_told_what_went_wrong(tmp_path: Path, wet_torch: SkillSet) -
     ]
 
 
+def test_each_attempt_is_recorded_as_a_plan_attempt(tmp_path: Path, wet_torch: SkillSet) -> None:
+    records: list[PlanAttempt] = []
+    turn = play("I light the torch", Planner(None, wet_torch), tmp_path, on_attempt=records.append)
+    failed, succeeded = records
+    # The record is a contract's document: what a log line holds passes it.
+    assert convert(PLAN_ATTEMPT, msgspec.to_builtins(failed)) == failed
+    assert (failed.outcome, failed.generation, succeeded.outcome) == ("failed", 1, "success")
+    assert failed.plan == turn.attempts[0].plan
+    (failure,) = failed.failures
+    trace = turn.attempts[0].result.tool_results[0]
+    assert (failure.tool_id, failure.tool_path, failure.state) == (
+        "t1",
+        "skills/torch-lighter/light.py",
+        "failed",
+    )
+    assert failure.retry_count == trace.retry_count > 0
+    assert (failure.error.code, failure.error.message) == ("wet", "the torch is wet")
+    assert failed.disabled_skills == ["torch-lighter"]
+    assert succeeded.failures == []
+    assert failed.timestamp <= succeeded.timestamp
+    assert failed.timestamp.endswith("Z")
+
+
 class StubbornPlanner:
     """A planner that keeps calling a failing script, whatever is disabled."""
 
@@ -161,6 +186,56 @@ def test_after_five_failed_generations_the_template_narrates(tmp_path: Path) -> 
     assert all(attempt.result.error is not None for attempt in later)
     assert turn.narration == fallback_narration("I sing to the door.")
     assert turn.state == {}
+
+
+def test_a_rejected_attempt_records_the_reason(tmp_path: Path) -> None:
+    records: list[PlanAttempt] = []
+    play("I sing to the door.", StubbornPlanner(), tmp_path, on_attempt=records.append)
+    assert [record.outcome for record in records] == ["failed"] + ["rejected"] * 4
+    rejected = records[1]
+    assert rejected.rejection
+    assert rejected.rejection.code == "unusable_script"  # its skill is disabled
+    assert rejected.failures == []
+    assert convert(PLAN_ATTEMPT, msgspec.to_builtins(rejected)) == rejected
+
+
+def test_plan_execute_appends_each_attempt_to_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "attempts.ndjson"
+    for _ in range(2):
+        done = without_a_model(
+            "plan", "--execute", "I light the torch", "--data", str(tmp_path), "--log", str(log)
+        )
+        assert done.returncode == 0, done.stderr
+    lines = log.read_bytes().splitlines()
+    assert len(lines) == 2
+    assert [decode(PLAN_ATTEMPT, line).outcome for line in lines] == ["success", "success"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "said"),
+    [
+        (["--log", "{tmp}/attempts"], 2, "--log records executed plans: give --execute too"),
+        (
+            ["--execute", "--log", "{tmp}/missing/attempts"],
+            2,
+            "cannot open the log {tmp}/missing/attempts: no such file or directory",
+        ),
+        (
+            ["--execute", "--log", "/dev/full"],
+            1,
+            "cannot write to the log /dev/full: no space left on device",
+        ),
+    ],
+)
+def test_a_log_that_cannot_be_written_is_one_line(
+    tmp_path: Path, arguments: list[str], status: int, said: str
+) -> None:
+    given = [argument.format(tmp=tmp_path) for argument in arguments]
+    done = without_a_model("plan", "I light the torch", "--data", str(tmp_path), *given)
+    assert done.returncode == status
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("plancontracts: ")]
+    assert error.endswith(said.format(tmp=tmp_path))
+    assert "Traceback" not in done.stderr
 
 
 def test_the_fallback_narration(markdown_snapshot: SnapshotAssertion) -> None:
@@ -212,3 +287,25 @@ def test_standard_input_that_never_ends_a_line_is_read_no_further() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert "does not end within 65536 more: the rest is not read" in done.stderr
+
+
+def test_a_record_says_why_exactly_when_its_plan_was_rejected() -> None:
+    (example,) = contract_schema(PLAN_ATTEMPT)["examples"]
+    why = {"category": "circular_dependency", "code": "cycle", "message": "t1 -> t2 -> t1"}
+    assert not violations(PLAN_ATTEMPT, example)
+    found = {
+        "failed, with a reason": violations(PLAN_ATTEMPT, {**example, "rejection": why}),
+        "rejected, no reason": violations(PLAN_ATTEMPT, {**example, "outcome": "rejected"}),
+        "rejected": violations(
+            PLAN_ATTEMPT, {**example, "outcome": "rejected", "failures": [], "rejection": why}
+        ),
+    }
+    assert [str(v) for v in found["failed, with a reason"]] == [
+        "/rejection: only a rejected plan's record says why it was rejected; "
+        'this one\'s outcome is "failed"'
+    ]
+    assert [str(v) for v in found["rejected, no reason"]] == [
+        '(document): missing "rejection", which a rejected plan\'s record holds',
+        "/failures: a rejected plan ran nothing, so no tool of it failed",
+    ]
+    assert not found["rejected"]

@@ -37,7 +37,7 @@ class UsageError(PlanContractsError):
 
 
 class StreamError(PlanContractsError):
-    """Standard input or output is closed or cannot be used; the message says which."""
+    """A stream the command reads or writes (standard input or output, a log) cannot be used."""
 
 
 class Output(Protocol):

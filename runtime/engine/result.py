@@ -18,7 +18,7 @@ from .limits import MAX_GENERATIONS
 from .runs import ToolRun
 from .sink import merge_patch
 
-__all__ = ["execution_result"]
+__all__ = ["execution_result", "milliseconds"]
 
 
 def execution_result(
@@ -70,7 +70,7 @@ def execution_result(
         tool_results=[_tool_result(run) for run in runs],
         aggregated_state=state,
         aggregated_assets=assets,
-        execution_time_ms=_milliseconds(trio.current_time() - started),
+        execution_time_ms=milliseconds(trio.current_time() - started),
         attempt_number=attempt_number,
     )
     if error is not None:
@@ -84,7 +84,7 @@ def _tool_result(run: ToolRun) -> ToolResult:
         tool_id=run.call.tool_id,
         state=cast(Literal["success", "failed", "skipped", "timeout"], run.state),
         events=run.events,
-        execution_time_ms=_milliseconds(run.elapsed),
+        execution_time_ms=milliseconds(run.elapsed),
         retry_count=run.retries,
     )
     if run.dropped:
@@ -96,5 +96,6 @@ def _tool_result(run: ToolRun) -> ToolResult:
     return result
 
 
-def _milliseconds(seconds: float) -> int:
+def milliseconds(seconds: float) -> int:
+    """`seconds` in whole milliseconds, within the contracts' bounds for a duration (0 to a day)."""
     return min(86_400_000, max(0, round(seconds * 1000)))

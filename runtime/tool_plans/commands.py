@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
 
 import msgspec
 
 from ...generated import PLAN
-from ...generated.tool_plans import ExecutionResult, Plan, UiEvent
+from ...generated.tool_plans import ExecutionResult, Plan, PlanAttempt, UiEvent
 from ..cli.base import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_USAGE,
     Output,
+    StreamError,
     UsageError,
     json_for_people,
     label,
+    reason,
     say,
     standard_input,
     to_stderr,
@@ -41,7 +45,7 @@ from ..engine.skills import SkillSet
 __all__ = ["RULES_OPTIONS", "register"]
 
 RULES_OPTIONS: tuple[RulesOption, ...] = ()
-"Tool plans are judged by their schemas alone."
+"The family's rules (`rules.py`) have no variants to choose between."
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,6 +86,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     for command in (plan, play):
         add_model_options(command, seed="sampling seed, for repeatable plans")
         add_skill_options(command)
+        command.add_argument(
+            "--log",
+            metavar="FILE",
+            help="append each plan attempt's plan-attempt record to FILE, one JSON line each"
+            + (" (with --execute)" if command is plan else ""),
+        )
     plan.set_defaults(run=_plan)
     play.set_defaults(run=_play)
 
@@ -146,20 +156,28 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     for text in args.inputs:
         if not text.strip():
             raise UsageError(f"an empty player input: {label(text)!r}")
-    planner = _planner(args)
-    for player_input in texts(args.inputs):
-        if args.execute:
-            _turn(planner, player_input, args, out, state={})
-        else:
-            plan = run_trio(partial(planner.plan, player_input, seed=args.seed))
-            out.write(msgspec.json.encode(plan).decode() + "\n")
-        out.flush()
+    if args.log is not None and not args.execute:
+        raise UsageError("--log records executed plans: give --execute too")
+    with _attempt_log(args.log) as log:
+        planner = _planner(args)
+        for player_input in texts(args.inputs):
+            if args.execute:
+                _turn(planner, player_input, args, out, state={}, log=log)
+            else:
+                plan = run_trio(partial(planner.plan, player_input, seed=args.seed))
+                out.write(msgspec.json.encode(plan).decode() + "\n")
+            out.flush()
     return EXIT_OK
 
 
 def _play(args: argparse.Namespace, out: Output) -> int:
     require_extra("model", "play")
     standard_input()  # closed: say so before the model loads
+    with _attempt_log(args.log) as log:
+        return _play_with(args, out, log)
+
+
+def _play_with(args: argparse.Namespace, out: Output, log: AttemptLog | None) -> int:
     planner = _planner(args)
     lines = standard_lines()
     state: dict[str, Any] = {}
@@ -177,7 +195,40 @@ def _play(args: argparse.Namespace, out: Output) -> int:
         if text.isascii() and text.isdigit() and 1 <= int(text) <= len(choices):
             text = choices[int(text) - 1]
             out.write(f"({text})\n")
-        choices = _turn(planner, text, args, out, state)
+        choices = _turn(planner, text, args, out, state, log=log)
+
+
+AttemptLog = Callable[[PlanAttempt], None]
+
+
+@contextmanager
+def _attempt_log(name: str | None) -> Iterator[AttemptLog | None]:
+    """The writer of `--log FILE`: each attempt's record appended as one JSON line, flushed.
+
+    Opened before the model loads, so a file that cannot be opened is a
+    usage error (exit 2) at once; a write that fails ends the command with
+    one line (exit 1).
+    """
+    if name is None:
+        yield None
+        return
+    try:
+        stream = open(name, "ab")  # noqa: SIM115 (closed below, once the command is done)
+    except OSError as error:
+        raise UsageError(f"cannot open the log {label(name)}: {reason(error)}") from None
+
+    def write(record: PlanAttempt) -> None:
+        try:
+            stream.write(msgspec.json.encode(record) + b"\n")
+            stream.flush()
+        except OSError as error:
+            raise StreamError(f"cannot write to the log {label(name)}: {reason(error)}") from None
+
+    try:
+        yield write
+    finally:
+        with suppress(OSError):
+            stream.close()
 
 
 def _planner(args: argparse.Namespace) -> Any:
@@ -197,7 +248,13 @@ def _skills(args: argparse.Namespace) -> SkillSet:
 
 
 def _turn(
-    planner: Any, text: str, args: argparse.Namespace, out: Output, state: dict[str, Any]
+    planner: Any,
+    text: str,
+    args: argparse.Namespace,
+    out: Output,
+    state: dict[str, Any],
+    *,
+    log: AttemptLog | None,
 ) -> list[str]:
     """Play one turn: narration, a trace per attempt, and the choices offered (returned)."""
     from ..engine.executor import default_data_root, merge_patch
@@ -220,6 +277,7 @@ def _turn(
             state=state,
             data_root=args.data or default_data_root(),
             on_ui_event=on_ui_event,
+            on_attempt=log,
             seed=args.seed,
         )
     )

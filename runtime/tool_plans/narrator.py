@@ -19,20 +19,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 from string import Template
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from ...generated.tool_plans import ExecutionResult, Plan
+import msgspec
+
+from ...generated.tool_plans import ExecutionResult, FailedTool, Plan, PlanAttempt
 from ..engine.executor import UiEventHandler, execute_plan
 from ..engine.limits import MAX_GENERATIONS, Limits
+from ..engine.result import milliseconds
 from ..engine.skills import SkillSet
 from .prompts import what_failed
 
-__all__ = ["Attempt", "PlanSource", "Turn", "play_turn"]
+__all__ = ["Attempt", "PlanSource", "Turn", "attempt_record", "play_turn"]
 
 NARRATION_CAPABILITY = "narration"
 log = logging.getLogger("plancontracts.narrator")
@@ -64,6 +68,10 @@ class Attempt:
     result: ExecutionResult
     planning_seconds: float
     execution_seconds: float
+    generation: int
+    "1 for the turn's first plan, up to 5."
+    ended: datetime
+    "When the execution ended, in UTC."
 
 
 @dataclass(frozen=True)
@@ -88,10 +96,17 @@ async def play_turn(
     limits: Limits | None = None,
     data_root: Path | None = None,
     on_ui_event: UiEventHandler | None = None,
+    on_attempt: Callable[[PlanAttempt], None] | None = None,
     seed: int | None = None,
     max_generations: int = MAX_GENERATIONS,
 ) -> Turn:
-    """Plan and execute `player_input` until a plan succeeds or the generations run out."""
+    """Plan and execute `player_input` until a plan succeeds or the generations run out.
+
+    `on_ui_event` receives each tool's `ui_event` as it arrives (see
+    `execute_plan`); `on_attempt` receives each attempt's `plan-attempt`
+    record as soon as its execution ended, after it was logged. An exception
+    from either stops the turn and propagates.
+    """
     if not 1 <= max_generations <= MAX_GENERATIONS:
         raise ValueError(f"max_generations must be 1 to {MAX_GENERATIONS}")
     attempts: list[Attempt] = []
@@ -117,9 +132,18 @@ async def play_turn(
             data_root=data_root,
             on_ui_event=on_ui_event,
         )
-        attempt = Attempt(plan, result, planned - started, time.perf_counter() - planned)
+        ended = datetime.now(UTC)
+        attempt = Attempt(
+            plan, result, planned - started, time.perf_counter() - planned, generation, ended
+        )
         attempts.append(attempt)
-        _log(attempt, generation)
+        record = attempt_record(attempt)
+        log.info(
+            "plan %s (generation %d): %s", record.plan_id, generation, record.outcome,
+            extra={"plancontracts": msgspec.to_builtins(record)},
+        )  # fmt: skip
+        if on_attempt is not None:
+            on_attempt(record)
         if result.success:
             narration = _narration(plan, result, planner.skills)
             return Turn(narration, tuple(attempts), fell_back=False)
@@ -156,22 +180,42 @@ def _narration(plan: Plan, result: ExecutionResult, skills: SkillSet) -> str:
     return " ".join(part.strip() for part in parts if part.strip())
 
 
-def _log(attempt: Attempt, generation: int) -> None:
+def attempt_record(attempt: Attempt) -> PlanAttempt:
+    """The `plan-attempt` log record of `attempt`."""
     plan, result = attempt.plan, attempt.result
-    outcome = "rejected" if result.error else "success" if result.success else "failed"
-    record = {
-        "planId": plan.request_id,
-        "generation": generation,
-        "skills": sorted(
+    outcome: Literal["success", "failed", "rejected"] = (
+        "rejected" if result.error else "success" if result.success else "failed"
+    )
+    paths = {call.tool_id: call.tool_path for call in plan.tools}
+    traces = {trace.tool_id: trace for trace in result.tool_results}
+    failures = []
+    for tool_id in result.failed_tools:
+        trace = traces[tool_id]
+        if trace.error and trace.state in ("failed", "timeout"):
+            failures.append(
+                FailedTool(
+                    tool_id=tool_id,
+                    tool_path=paths[tool_id],
+                    state=trace.state,
+                    retry_count=trace.retry_count,
+                    error=trace.error,
+                )
+            )
+    ended = attempt.ended.astimezone(UTC).replace(tzinfo=None)
+    record = PlanAttempt(
+        timestamp=ended.isoformat(timespec="milliseconds") + "Z",
+        plan_id=plan.request_id,
+        generation=attempt.generation,
+        outcome=outcome,
+        skills=sorted(
             {call.tool_path.split("/")[1] for call in plan.tools if "/" in call.tool_path}
         ),
-        "outcome": outcome,
-        "failedTools": list(result.failed_tools),
-        "disabledSkills": list(result.disabled_skills),
-        "planningMs": round(attempt.planning_seconds * 1000),
-        "executionMs": round(attempt.execution_seconds * 1000),
-    }
-    log.info(
-        "plan %s (generation %d): %s", plan.request_id, generation, outcome,
-        extra={"plancontracts": record},
-    )  # fmt: skip
+        plan=plan,
+        failures=failures,
+        disabled_skills=list(result.disabled_skills),
+        planning_ms=milliseconds(attempt.planning_seconds),
+        execution_ms=milliseconds(attempt.execution_seconds),
+    )
+    if result.error:
+        record.rejection = result.error
+    return record
