@@ -12,6 +12,15 @@ import msgspec
 import pytest
 
 from plancontracts import contract_schema, violations
+from plancontracts.generated.tool_plans import (
+    ErrorEvent,
+    ExecutionResult,
+    LogEvent,
+    ToolEvent,
+    ToolResult,
+)
+from plancontracts.runtime.engine.trace import EVENTS_SHOWN, render_trace
+from plancontracts.skills import BUNDLED_SKILLS
 
 FAULTS = Path(__file__).parent / "fault_skills"
 
@@ -67,8 +76,10 @@ def test_a_failed_plan_exits_1_and_says_what_failed(tmp_path: Path) -> None:
     assert lines[1].split()[:2] == ["wet", "failed"]
     assert "1 retry " in lines[1]
     assert lines[1].endswith("tool_failure wet_torch: the torch is soaked")
-    assert lines[2].split()[:2] == ["after", "skipped"]
-    assert lines[3:6] == [
+    # The error event of each of its two attempts, under its line.
+    assert lines[2:4] == ["    error wet_torch: the torch is soaked"] * 2
+    assert lines[4].split()[:2] == ["after", "skipped"]
+    assert lines[5:8] == [
         "failed tools: wet",
         "disabled skills: faults",
         "a new plan may do better",
@@ -265,3 +276,78 @@ def test_json_output_stays_proportional_to_the_result_however_deep(tmp_path: Pat
         tmp_path, deep_plan([deep_tool("array", 3)]), "--skills", str(FAULTS), "--json"
     )
     assert shallow.stdout.startswith('{\n  "planId": ')  # indented for people
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ((), []),
+        (("-v",), ["    log info: torch lit"]),
+        (("-vv",), ["    log info: torch lit"] + ["    log debug: noise"] * 3),
+    ],
+)
+def test_the_trace_shows_log_events_by_verbosity(
+    tmp_path: Path, options: tuple[str, ...], shown: list[str]
+) -> None:
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [
+            {"toolId": "light", "toolPath": "skills/torch-lighter/light.py",
+             "input": {"action": "light"}},
+            {"toolId": "noise", "toolPath": "skills/faults/chatty.py",
+             "input": {"count": 3, "bytes": 90, "type": "log", "ok": True}},
+        ],
+    }  # fmt: skip
+    skills = ("--skills", str(FAULTS), "--skills", str(BUNDLED_SKILLS))
+    done = execute(tmp_path, plan, *skills, *options)
+    assert done.returncode == 0, done.stderr
+    events = [line for line in done.stdout.splitlines() if line.startswith("    ")]
+    assert events == shown
+
+
+def test_a_tool_that_logs_a_lot_shows_a_bounded_trace(tmp_path: Path) -> None:
+    plan = {
+        "requestId": "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        "tools": [
+            {"toolId": "noise", "toolPath": "skills/faults/chatty.py",
+             "input": {"count": 500, "bytes": 5000, "type": "log", "ok": True}},
+        ],
+    }  # fmt: skip
+    done = execute(tmp_path, plan, "--skills", str(FAULTS), "-vv")
+    assert done.returncode == 0, done.stderr
+    events = [line for line in done.stdout.splitlines() if line.startswith("    ")]
+    assert events == ["    log debug: noise"] * EVENTS_SHOWN + [
+        f"    and {500 - EVENTS_SHOWN} more events (--json lists them)"
+    ]
+
+
+def test_warnings_and_error_events_show_without_asking_each_on_one_line() -> None:
+    events: list[ToolEvent] = [
+        LogEvent(version="0", level=level, message=f"a {level} message")
+        for level in ("debug", "info", "warn", "error")
+    ]
+    events.append(
+        ErrorEvent(version="0", error_code="odd", error_message="first line\nsecond\x1b[31m line")
+    )
+    trace = ToolResult(
+        tool_id="t1", state="success", events=events, execution_time_ms=1, retry_count=0
+    )
+    result = ExecutionResult(
+        plan_id="0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0",
+        success=True,
+        can_replan=False,
+        failed_tools=[],
+        disabled_skills=[],
+        tool_results=[trace],
+        aggregated_state={},
+        aggregated_assets=[],
+        execution_time_ms=1,
+        attempt_number=1,
+    )
+    lines = render_trace(result).splitlines()
+    assert lines[2:5] == [
+        "    log warn: a warn message",
+        "    log error: a error message",
+        "    error odd: first line second\\u001b[31m line",
+    ]
+    assert lines[5].startswith("state: ")

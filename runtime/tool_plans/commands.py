@@ -83,6 +83,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="run each plan with the replan loop and print the narration (traces on stderr)",
     )
     play = commands.add_parser("play", help="play turn after turn, reading actions from stdin")
+    for command in (execute, plan, play):
+        command.add_argument(
+            "-v",
+            "--verbose",
+            action="count",
+            default=0,
+            help="show the tools' info log events in the trace (-vv: debug too); "
+            "error events and warn and error logs are always shown",
+        )
     for command in (plan, play):
         add_model_options(command, seed="sampling seed, for repeatable plans")
         add_skill_options(command)
@@ -125,7 +134,7 @@ def _execute(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.write(json_for_people(msgspec.json.encode(result)) + "\n")
     else:
-        out.write(render_trace(result))
+        out.write(render_trace(result, verbosity=args.verbose))
     if result.error:
         return EXIT_USAGE
     return EXIT_OK if result.success else EXIT_INVALID
@@ -282,7 +291,7 @@ def _turn(
         )
     )
     for attempt in turn.attempts:
-        to_stderr(render_trace(attempt.result))
+        to_stderr(render_trace(attempt.result, verbosity=args.verbose))
     out.write(printable(turn.narration) + "\n")
     for number, choice in enumerate(offered, 1):
         out.write(f"  {number}. {printable(choice)}\n")
