@@ -186,6 +186,21 @@ def test_after_five_failed_generations_the_template_narrates(tmp_path: Path) -> 
     assert all(attempt.result.error is not None for attempt in later)
     assert turn.narration == fallback_narration("I sing to the door.")
     assert turn.state == {}
+    assert turn.why_it_fell_back is not None
+    assert turn.why_it_fell_back.startswith(
+        "5 plans failed; the last: the plan was rejected before it ran: "
+        "invalid_plan unusable_script: "
+    )
+
+
+def test_skills_turned_off_before_the_turn_stay_off_from_its_first_plan(tmp_path: Path) -> None:
+    planner = Planner(None, discover_skills([BUNDLED_SKILLS]))
+    turn = play("I light the torch", planner, tmp_path, disabled=["torch-lighter"])
+    (attempt,) = turn.attempts
+    assert attempt.plan.disabled_skills == ["torch-lighter"]
+    # The pattern planner's torch plan without its torch: narration alone.
+    assert attempt.plan.tools == []
+    assert turn.why_it_fell_back is None
 
 
 def test_a_rejected_attempt_records_the_reason(tmp_path: Path) -> None:
@@ -309,3 +324,69 @@ def test_a_record_says_why_exactly_when_its_plan_was_rejected() -> None:
         "/failures: a rejected plan ran nothing, so no tool of it failed",
     ]
     assert not found["rejected"]
+
+
+def play_wet(tmp_path: Path, stdin: str, *options: str) -> list[str]:
+    """`play` with the wet torch (the `wet_torch` fixture's folder) and one plan an input."""
+    skills = ("--skills", str(tmp_path / "override"), "--skills", str(BUNDLED_SKILLS))
+    done = without_a_model(
+        "play", *skills, "--plans", "1", "--data", str(tmp_path / "data"), *options, stdin=stdin
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stdout.splitlines()
+
+
+WHY = (
+    "1 plan failed; the last: `t1` (skills/torch-lighter/light.py) "
+    "failed after 3 retries: tool_failure wet: the torch is wet"
+)
+GAVE_UP = f"(the narrator gave up: {WHY})"
+ASKED = "Skills off for this session: {}. Type retry, skip, enable SKILL, or your next action."
+
+
+def test_play_says_why_it_gave_up_and_a_retry_leaves_the_failed_skill_off(
+    tmp_path: Path, wet_torch: SkillSet
+) -> None:
+    lines = play_wet(tmp_path, "I light the torch\nretry\n\n")
+    assert lines[1:4] == [
+        "> " + fallback_narration("I light the torch"),
+        GAVE_UP,
+        ASKED.format("torch-lighter"),
+    ]
+    # The retry plans without the torch lighter: the storyteller alone narrates.
+    assert lines[4] == "? You light the torch. The world waits."
+    assert lines[5:] == ["> "]
+
+
+def test_play_can_turn_a_skill_back_on_or_skip(tmp_path: Path, wet_torch: SkillSet) -> None:
+    stdin = "I light the torch\nenable dice-roller\nenable torch-lighter\nskip\nI wait\n\n"
+    lines = play_wet(tmp_path, stdin)
+    assert lines[3:9] == [
+        ASKED.format("torch-lighter"),
+        "? no skill named 'dice-roller' is off",
+        ASKED.format("torch-lighter"),
+        # Back on, the torch lighter is tried again, and fails again.
+        "? " + fallback_narration("I light the torch"),
+        GAVE_UP,
+        ASKED.format("torch-lighter"),
+    ]
+    assert lines[9] == "? > You wait. The world waits."
+
+
+def test_after_giving_up_a_line_that_is_no_answer_is_the_next_action(
+    tmp_path: Path, wet_torch: SkillSet
+) -> None:
+    lines = play_wet(tmp_path, "I light the torch\nI wait\n")
+    assert lines[4:] == ["? You wait. The world waits.", "> "]
+
+
+def test_plan_execute_says_why_it_gave_up_on_stderr(tmp_path: Path, wet_torch: SkillSet) -> None:
+    skills = ("--skills", str(tmp_path / "override"), "--skills", str(BUNDLED_SKILLS))
+    done = without_a_model(
+        "plan", "--execute", "I light the torch", *skills, "--plans", "1",
+        "--data", str(tmp_path / "data"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == fallback_narration("I light the torch") + "\n"
+    assert f"plancontracts: the narrator gave up: {WHY}" in done.stderr.splitlines()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -34,13 +34,18 @@ from ..cli.options import (
     add_json,
     add_model_options,
     add_skill_options,
+    bounded_int,
     positive_int,
     seconds,
 )
 from ..cli.signals import run_trio
 from ..core.errors import ContractError, Violation, Violations, printable
 from ..core.validation import decode
+from ..engine.limits import MAX_GENERATIONS
 from ..engine.skills import SkillSet
+
+if TYPE_CHECKING:
+    from .narrator import Turn
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -95,6 +100,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     for command in (plan, play):
         add_model_options(command, seed="sampling seed, for repeatable plans")
         add_skill_options(command)
+        command.add_argument(
+            "--plans",
+            type=bounded_int(1, MAX_GENERATIONS),
+            default=MAX_GENERATIONS,
+            metavar="N",
+            help=f"most plans written for one input before the narrator gives up "
+            f"(1 to {MAX_GENERATIONS}, default {MAX_GENERATIONS})"
+            + (" (with --execute)" if command is plan else ""),
+        )
         command.add_argument(
             "--log",
             metavar="FILE",
@@ -171,7 +185,9 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         planner = _planner(args)
         for player_input in texts(args.inputs):
             if args.execute:
-                _turn(planner, player_input, args, out, state={}, log=log)
+                turn, _ = _turn(planner, player_input, args, out, state={}, log=log)
+                if turn.fell_back:
+                    say(f"the narrator gave up: {turn.why_it_fell_back}")
             else:
                 plan = run_trio(partial(planner.plan, player_input, seed=args.seed))
                 out.write(msgspec.json.encode(plan).decode() + "\n")
@@ -191,20 +207,67 @@ def _play_with(args: argparse.Namespace, out: Output, log: AttemptLog | None) ->
     lines = standard_lines()
     state: dict[str, Any] = {}
     choices: list[str] = []
+    off: list[str] = []  # skills turned off for the session: those of turns that gave up
     out.write("Type what you do; an empty line or end of input ends the game.\n")
+    text: str | None = None  # an input to play without asking: a retry, or an action typed
     while True:
-        out.write("> ")
-        out.flush()
-        line = next(lines, "")
-        if not line.strip():
+        if text is None:
+            out.write("> ")
+            out.flush()
+            line = next(lines, "")
+            if not line.strip():
+                out.write("\n")
+                return EXIT_OK
+            text = line.strip()
+            # isdigit() alone admits digits int() refuses, such as "²".
+            if text.isascii() and text.isdigit() and 1 <= int(text) <= len(choices):
+                text = choices[int(text) - 1]
+                out.write(f"({text})\n")
+        turn, choices = _turn(planner, text, args, out, state, log=log, disabled=off)
+        if not turn.fell_back:
+            text = None
+            continue
+        off = sorted(set(off) | set(turn.disabled))
+        out.write(f"(the narrator gave up: {printable(turn.why_it_fell_back or '')})\n")
+        recovery = _recovery(out, lines, text, off)
+        if recovery is _END:
             out.write("\n")
             return EXIT_OK
-        text = line.strip()
-        # isdigit() alone admits digits int() refuses, such as "²".
-        if text.isascii() and text.isdigit() and 1 <= int(text) <= len(choices):
-            text = choices[int(text) - 1]
-            out.write(f"({text})\n")
-        choices = _turn(planner, text, args, out, state, log=log)
+        text = recovery
+
+
+_END = "\0end"
+"What `_recovery` returns when the player ends the game."
+
+
+def _recovery(out: Output, lines: Iterator[str], failed: str, off: list[str]) -> str | None:
+    """Ask how to go on after a turn gave up: the input to play next, None to skip, or `_END`.
+
+    `retry` plays `failed` again; `enable SKILL` turns a skill of `off` back on
+    (changing `off`) and plays it again; `skip` goes back to the prompt; an
+    empty line ends the game, and any other line is played as the next action.
+    """
+    while True:
+        listed = ", ".join(off) or "none"
+        out.write(
+            f"Skills off for this session: {listed}. "
+            "Type retry, skip, enable SKILL, or your next action.\n? "
+        )
+        out.flush()
+        answer = " ".join(next(lines, "").split())
+        command, _, name = answer.partition(" ")
+        if not answer:
+            return _END
+        if answer == "retry":
+            return failed
+        if answer == "skip":
+            return None
+        if command != "enable":
+            return answer
+        if name in off:
+            off.remove(name)
+            return failed
+        out.write(f"no skill named {printable(name)!r} is off\n")
 
 
 AttemptLog = Callable[[PlanAttempt], None]
@@ -264,8 +327,9 @@ def _turn(
     state: dict[str, Any],
     *,
     log: AttemptLog | None,
-) -> list[str]:
-    """Play one turn: narration, a trace per attempt, and the choices offered (returned)."""
+    disabled: Sequence[str] = (),
+) -> tuple[Turn, list[str]]:
+    """Play one turn: narration, a trace per attempt; the turn and the choices offered."""
     from ..engine.executor import default_data_root, merge_patch
     from ..engine.trace import render_trace
     from .narrator import play_turn
@@ -288,6 +352,8 @@ def _turn(
             on_ui_event=on_ui_event,
             on_attempt=log,
             seed=args.seed,
+            max_generations=args.plans,
+            disabled=disabled,
         )
     )
     for attempt in turn.attempts:
@@ -296,4 +362,4 @@ def _turn(
     for number, choice in enumerate(offered, 1):
         out.write(f"  {number}. {printable(choice)}\n")
     merge_patch(state, turn.state)
-    return offered
+    return turn, offered

@@ -87,6 +87,27 @@ class Turn:
         last = self.attempts[-1].result if self.attempts else None
         return dict(last.aggregated_state) if last is not None and last.success else {}
 
+    @property
+    def disabled(self) -> list[str]:
+        """The skills a next plan for the input would leave out: the last attempt's, sorted."""
+        return sorted(self.attempts[-1].result.disabled_skills) if self.attempts else []
+
+    @property
+    def why_it_fell_back(self) -> str | None:
+        """Briefly, on one line, why no plan succeeded; None when one did.
+
+        How many plans failed, and the first failure of the last one (see
+        `prompts.what_failed`), with how many more it had.
+        """
+        if not self.fell_back or not self.attempts:
+            return None
+        last = self.attempts[-1]
+        failures = what_failed(last.plan, last.result) or ["no tool failed, yet the plan did"]
+        plans = f"{len(self.attempts)} plan{'s' if len(self.attempts) > 1 else ''}"
+        more = len(failures) - 1
+        also = f" (and {more} more)" if more else ""
+        return f"{plans} failed; the last: {failures[0]}{also}"
+
 
 async def play_turn(
     player_input: str,
@@ -99,25 +120,28 @@ async def play_turn(
     on_attempt: Callable[[PlanAttempt], None] | None = None,
     seed: int | None = None,
     max_generations: int = MAX_GENERATIONS,
+    disabled: Iterable[str] = (),
 ) -> Turn:
     """Plan and execute `player_input` until a plan succeeds or the generations run out.
 
     `on_ui_event` receives each tool's `ui_event` as it arrives (see
     `execute_plan`); `on_attempt` receives each attempt's `plan-attempt`
     record as soon as its execution ended, after it was logged. An exception
-    from either stops the turn and propagates.
+    from either stops the turn and propagates. `disabled` skills are left
+    out from the first plan on (a session's skills turned off, say).
+    Raises ValueError for `max_generations` outside 1..5.
     """
     if not 1 <= max_generations <= MAX_GENERATIONS:
         raise ValueError(f"max_generations must be 1 to {MAX_GENERATIONS}")
     attempts: list[Attempt] = []
-    disabled: list[str] = []
+    off = sorted(set(disabled))
     parent: str | None = None
     failures: list[str] = []
     for generation in range(1, max_generations + 1):
         started = time.perf_counter()
         plan = await planner.plan(
             player_input,
-            disabled=disabled,
+            disabled=off,
             state=state,
             generation=generation,
             parent_plan_id=parent,
@@ -147,7 +171,7 @@ async def play_turn(
         if result.success:
             narration = _narration(plan, result, planner.skills)
             return Turn(narration, tuple(attempts), fell_back=False)
-        disabled = list(result.disabled_skills)
+        off = list(result.disabled_skills)
         parent = plan.request_id
         failures = what_failed(plan, result)
         if not result.can_replan:
