@@ -38,6 +38,7 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     SUCCESS_TIERS,
     EarlyBreak,
     GameClock,
+    Loot,
     Mode,
     Reattempt,
     advance,
@@ -47,8 +48,12 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     execution_dc,
     freeze,
     freeze_hours,
+    loot,
     mode_of,
     parallel_dc_modifier,
+    parallel_option_time,
+    parallel_time,
+    parallel_time_factor,
     quality_tier,
     reattempt,
     reward_multiplier,
@@ -1094,3 +1099,77 @@ def test_odd_inputs_are_refused_or_kept_apart() -> None:
     # A long number does not shrink to a bare "topic" shared by every such text.
     assert topic_key("1" * 64) != topic_key("2" * 64)
     assert topic_key("1" * 64).startswith("topic_")
+
+
+# Loot and the parallel option's time ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("risk_level", "tier", "expected"),
+    [
+        ("safe", None, Loot(Fraction(1), False, None)),
+        ("low", "Competent", Loot(Fraction(1), False, None)),
+        ("medium", "Sharp", Loot(Fraction(11, 10), False, None)),
+        ("high", None, Loot(Fraction(5, 4), True, None)),
+        ("high", "Masterful", Loot(Fraction(5, 4), True, "rare")),
+        ("safe", "Brilliant", Loot(Fraction(1), False, "uncommon")),
+        ("medium", "Confused", Loot(Fraction(11, 10), False, None)),
+    ],
+)
+def test_loot_follows_the_risk_and_the_plan(
+    risk_level: RiskLevel, tier: QualityTier | None, expected: Loot
+) -> None:
+    assert loot(risk_level, tier) == expected
+
+
+def test_loot_refuses_what_is_not_a_risk_level() -> None:
+    with pytest.raises(ValueError, match="not a risk level: 'extreme'"):
+        loot("extreme")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("tasks", "simple", "moderate", "complex_"),
+    [
+        (2, Fraction(5, 4), Fraction(11, 8), Fraction(3, 2)),
+        (3, Fraction(3, 2), Fraction(3, 2), Fraction(3, 2)),
+        (4, Fraction(7, 4), Fraction(15, 8), Fraction(2)),
+        (5, Fraction(2), Fraction(9, 4), Fraction(5, 2)),
+        (8, Fraction(2), Fraction(9, 4), Fraction(5, 2)),
+    ],
+)
+def test_the_parallel_option_takes_the_seeds_share_of_the_longest_task(
+    tasks: int, simple: Fraction, moderate: Fraction, complex_: Fraction
+) -> None:
+    found = [parallel_time_factor(tasks, c) for c in ("simple", "moderate", "complex")]
+    assert found == [simple, moderate, complex_]
+
+
+@given(
+    durations=st.lists(st.integers(0, 10**12), min_size=2, max_size=12),
+    complexity=st.sampled_from(get_args(Complexity)),
+)
+def test_a_parallel_option_is_slower_than_its_longest_task_and_faster_than_all_in_turn(
+    durations: list[int], complexity: Complexity
+) -> None:
+    taken = parallel_time(durations, complexity)
+    assert max(durations) <= taken
+    assert taken <= max(sum(durations), max(durations) * 5 // 2 + 1)
+    if min(durations) == max(durations) > 0:
+        assert taken < sum(durations)  # equal tasks: parallel always saves time
+
+
+def test_fewer_than_two_tasks_have_no_parallel_time() -> None:
+    with pytest.raises(ValueError, match="2 or more tasks, not 1"):
+        parallel_time([60])
+
+
+def test_the_parallel_options_time_reads_its_analysis() -> None:
+    # WAREHOUSE: two situational choices, moderate complexity: 11/8 of the longest.
+    minute = 60_000_000
+    durations = {"sneak_past": 10 * minute, "bribe_guard": 4 * minute}
+    assert parallel_option_time(WAREHOUSE, durations) == 10 * minute * 11 // 8
+    with pytest.raises(ValueError, match="no duration for bribe_guard"):
+        parallel_option_time(WAREHOUSE, {"sneak_past": minute})
+    story = a_block({"look": a_choice("Look"), "leave": a_choice("Leave")})
+    with pytest.raises(ValueError, match="offers no parallel option"):
+        parallel_option_time(story, durations)

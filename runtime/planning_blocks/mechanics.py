@@ -47,6 +47,7 @@ __all__ = [
     "DcAdjustment",
     "EarlyBreak",
     "GameClock",
+    "Loot",
     "Mode",
     "Reattempt",
     "advance",
@@ -58,8 +59,12 @@ __all__ = [
     "freeze_hours",
     "is_meta",
     "is_parallel",
+    "loot",
     "mode_of",
     "parallel_dc_modifier",
+    "parallel_option_time",
+    "parallel_time",
+    "parallel_time_factor",
     "reattempt",
     "reward_multiplier",
     "roll_check",
@@ -119,6 +124,25 @@ COORDINATION_PER_TASK = 2
 "What each task beyond the first adds to a parallel option's coordination DC."
 COMPLEXITY_DC: dict[Complexity, int] = {"simple": 0, "moderate": 1, "complex": 2}
 "What the complexity of a parallel option's tasks adds to its coordination DC."
+PARALLEL_TIME: tuple[tuple[int, Fraction, Fraction], ...] = (
+    (2, Fraction(5, 4), Fraction(3, 2)),
+    (3, Fraction(3, 2), Fraction(3, 2)),
+    (4, Fraction(7, 4), Fraction(2)),
+    (5, Fraction(2), Fraction(5, 2)),
+)
+"""(tasks, least, most) time of a parallel option, as a multiple of its longest task's time.
+
+Five tasks and more share the last row: coordination, not the work, sets the pace.
+"""
+GOLD_BONUS: dict[RiskLevel, Fraction] = {"medium": Fraction(1, 10), "high": Fraction(1, 4)}
+"The share of gold a success at this risk adds; safe and low add none."
+BONUS_ITEM_RISKS: frozenset[RiskLevel] = frozenset({"high"})
+"The risk levels whose success also yields a bonus item."
+ITEM_CHANCE: dict[QualityTier, Literal["rare", "uncommon"]] = {
+    "Masterful": "rare",
+    "Brilliant": "uncommon",
+}
+"The item a plan of this tier gives a chance at; other tiers give none."
 
 
 # The planning check --------------------------------------------------------------
@@ -352,6 +376,85 @@ def reward_multiplier(
     if tier is not None:
         multiplier *= TIER_REWARD.get(tier, Fraction(1))
     return multiplier * PARALLEL_REWARD if parallel else multiplier
+
+
+@dataclass(frozen=True)
+class Loot:
+    """What a success yields beyond experience, by its risk and its plan's tier."""
+
+    gold_multiplier: Fraction
+    "The gold found, as a multiple of the standard: 1, 11/10 (medium risk) or 5/4 (high)."
+    bonus_item: bool
+    "High risk: a bonus item besides."
+    item_chance: Literal["rare", "uncommon"] | None
+    "A Masterful plan gives a chance at a rare item, a Brilliant one at an uncommon item."
+
+
+def loot(risk_level: RiskLevel, tier: QualityTier | None = None) -> Loot:
+    """The loot of a success at `risk_level`, under a plan of `tier` (None: no plan).
+
+    Safe and low risk: standard loot; medium: +10% gold; high: +25% gold and
+    a bonus item. A Masterful plan adds a rare item chance, a Brilliant one
+    an uncommon item chance. How much gold is standard, and which item, the
+    game decides: the protocol sets only these differences.
+    """
+    if risk_level not in RISK_REWARD:
+        raise ValueError(f"not a risk level: {risk_level!r}; one of {', '.join(RISK_REWARD)}")
+    return Loot(
+        gold_multiplier=1 + GOLD_BONUS.get(risk_level, Fraction(0)),
+        bonus_item=risk_level in BONUS_ITEM_RISKS,
+        item_chance=ITEM_CHANCE.get(tier) if tier is not None else None,
+    )
+
+
+def parallel_time_factor(tasks: int, complexity: Complexity = "simple") -> Fraction:
+    """How long a successful parallel option takes, as a multiple of its longest task's time.
+
+    About 1.25 to 1.5 for 2 tasks, 1.5 for 3, 1.75 to 2 for 4 and 2 to 2.5 for
+    5 or more: faster than doing them one after another, slower than the
+    longest alone. Simple tasks take the least of the range, complex ones
+    the most, moderate ones the middle. Raises ValueError for fewer than two
+    tasks.
+    """
+    if tasks < 2:
+        raise ValueError(f"a parallel option runs 2 or more tasks, not {tasks}")
+    if complexity not in COMPLEXITY_DC:
+        raise ValueError(f"not a complexity: {complexity!r}; one of {', '.join(COMPLEXITY_DC)}")
+    _, least, most = next(row for row in reversed(PARALLEL_TIME) if row[0] <= tasks)
+    return least + (most - least) * COMPLEXITY_DC[complexity] / 2
+
+
+def parallel_time(durations: Iterable[int], complexity: Complexity = "simple") -> int:
+    """The game time a successful parallel option takes, its tasks taking `durations`.
+
+    The longest duration times `parallel_time_factor`, rounded to the
+    microsecond (half up). `durations` are whole microseconds of game time,
+    one per task, 2 or more, none negative. Raises ValueError otherwise.
+    """
+    durations = list(durations)
+    if any(duration < 0 for duration in durations):
+        raise ValueError("a task's duration is 0 or more microseconds")
+    factor = parallel_time_factor(len(durations), complexity)
+    return int(max(durations) * factor + Fraction(1, 2))
+
+
+def parallel_option_time(block: PlanningBlock, durations: Mapping[str, int]) -> int:
+    """The game time `block`'s parallel option takes, by its analysis' complexity.
+
+    `durations` gives each situational choice's own time, by key, in
+    microseconds. Raises ValueError when the block offers no parallel
+    option, or when a situational choice has no duration.
+    """
+    key = next((key for key in block.choices if is_parallel(key)), None)
+    if key is None:
+        raise ValueError("the block offers no parallel option")
+    analysis = block.choices[key].analysis
+    complexity = analysis.complexity if isinstance(analysis, ParallelAnalysis) else "simple"
+    tasks = situational_keys(block.choices)
+    missing = [task for task in tasks if task not in durations]
+    if missing:
+        raise ValueError(f"no duration for {', '.join(missing)}")
+    return parallel_time((durations[task] for task in tasks), complexity)
 
 
 # Frozen plans ------------------------------------------------------------------------
