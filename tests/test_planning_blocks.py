@@ -24,8 +24,13 @@ from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
 from plancontracts.runtime.core.jsontext import parse
 from plancontracts.runtime.planning_blocks.blocks import ABSENT, Repair, normalize_block
-from plancontracts.runtime.planning_blocks.mechanics import Mode
-from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, THINK_MODE, rules_in
+from plancontracts.runtime.planning_blocks.mechanics import Mode, is_parallel, situational_keys
+from plancontracts.runtime.planning_blocks.rules import (
+    PLANNING_BLOCK,
+    STORY_MODE,
+    THINK_MODE,
+    rules_in,
+)
 
 
 def story_block() -> dict[str, Any]:
@@ -536,6 +541,32 @@ def test_every_valid_upstream_block_passes_without_repair(upstream: Path) -> Non
     for path in upstream_examples(upstream, "valid"):
         assert decode(PLANNING_BLOCK, path.read_bytes()), path.name
         assert normalize_block(parse(path.read_bytes())).repairs == (), path.name
+
+
+# The upstream project's valid Story-mode blocks with 2 or more situational choices and
+# no parallel option: why Story mode does not require one (see the schema's decisions).
+STORY_WITHOUT_PARALLEL = {
+    "valid_combat_end_four_choices.json",
+    "valid_rewards_level_up_template.json",
+    "valid_story_mode_two_choices.json",
+    "valid_tactical_five_choices.json",
+    "valid_unicode_emoji_choices.json",
+}
+
+
+def test_upstreams_own_story_blocks_are_why_the_parallel_option_is_think_modes_only(
+    upstream: Path,
+) -> None:
+    found = set()
+    for path in upstream_examples(upstream, "valid"):
+        block = parse(path.read_bytes())
+        keys = list(block["choices"])
+        if len(situational_keys(keys)) >= 2 and not any(map(is_parallel, keys)):
+            found.add(path.name)
+            assert violations(PLANNING_BLOCK, block, rules=STORY_MODE) == (), path.name
+            think = violations(PLANNING_BLOCK, block, rules=THINK_MODE)
+            assert any("situational choices and no parallel option" in v.message for v in think)
+    assert found == STORY_WITHOUT_PARALLEL
 
 
 def test_every_invalid_upstream_block_is_caught_for_its_actual_defect(upstream: Path) -> None:
