@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from commands import plancontracts
 from fields import present
-from hypothesis import given
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
 
 from plancontracts import ContractError, Violation, decode, violations
@@ -25,6 +27,7 @@ from plancontracts.runtime.core.errors import MAX_VIOLATIONS
 from plancontracts.runtime.core.jsontext import parse
 from plancontracts.runtime.planning_blocks.blocks import ABSENT, Repair, normalize_block
 from plancontracts.runtime.planning_blocks.mechanics import Mode, is_parallel, situational_keys
+from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT
 from plancontracts.runtime.planning_blocks.rules import (
     PLANNING_BLOCK,
     STORY_MODE,
@@ -274,6 +277,58 @@ def test_strings_the_schema_constrains_are_judged_never_rewritten() -> None:
         "/choices/climb_wall/risk_level",
     ]
     assert not any("markup" in v.message for v in result.violations)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('Pick one: {"choices": {"run": {}}}', '{"choices": {"run": {}}}'),
+        ('planning_block: {"a": 1}', '{"a": 1}'),
+        ('Then "risk_level": "high"', '"risk_level": "high"'),
+        ('"planning_block" : here', '"planning_block" : here'),
+    ],
+)
+def test_a_text_that_holds_the_blocks_json_is_refused(text: str, shown: str) -> None:
+    block = story_block()
+    block["choices"]["climb_wall"]["description"] = text
+    assert messages(block) == [
+        (
+            "/choices/climb_wall/description",
+            f"holds planning-block JSON ({json.dumps(shown)}); the block's fields stay "
+            "structured, and its texts are prose",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'He said "run", and ran.',
+        '"Choices," she sighs, "are all I have."',
+        "The choices: run or hide.",
+        "A brace } alone, and risk_level: high, unquoted.",
+    ],
+)
+def test_prose_that_quotes_speech_or_names_a_field_is_prose(text: str) -> None:
+    block = story_block()
+    block["context"] = text
+    assert messages(block) == []
+
+
+@settings(max_examples=300)
+@given(text=st.from_regex(PLAIN_TEXT, fullmatch=True))
+def test_no_text_the_model_may_write_holds_the_blocks_json(text: str) -> None:
+    # Every text of a generated block matches the profile's pattern.
+    block = story_block()
+    block["context"] = text
+    assert not [m for _, m in messages(block) if "planning-block JSON" in m]
+
+
+def test_the_models_text_pattern_keeps_speech_and_refuses_json() -> None:
+    for prose in ['He said "run".', '"Go," she said', 'end"', "risk_level: high"]:
+        assert re.fullmatch(PLAIN_TEXT, prose), prose
+    for leak in ['a "choices": 1', 'a "choices" : 1', '{"a"', "x { y", "<b>", " lead"]:
+        assert not re.fullmatch(PLAIN_TEXT, leak), leak
 
 
 def test_a_flood_of_markup_is_reported_in_bounded_form() -> None:

@@ -44,8 +44,16 @@ __all__ = ["BlockProfile", "block_profile", "choice_keys"]
 
 BLOCK_BOUNDS = Bounds(string=120, items=2, integer=40)
 "Short texts and two items a list: a small model writes a whole block in seconds."
-PLAIN_TEXT = r"^[^<\s\x00-\x1f\x7f-\x9f][^<\x00-\x1f\x7f-\x9f]*$"
-"No markup begins without `<`: a text without one and without control characters is plain."
+_TEXT = r'[^<{"\x00-\x1f\x7f-\x9f]'
+"A character of prose: no `<` (markup starts there), no `{` (nor JSON), no control, no quote."
+_QUOTED = r'"[ "]*[^<{"\s:\x00-\x1f\x7f-\x9f]'
+"Quotes (and spaces) and the character after them, which is no colon: no JSON key."
+PLAIN_TEXT = rf'^(?:[^<{{"\s\x00-\x1f\x7f-\x9f]|{_QUOTED})(?:{_TEXT}|{_QUOTED})*(?:"[ "]*)?$'
+"""A text of prose: it starts with no space, holds no markup, no control character, and no JSON.
+
+No markup begins without `<`, no JSON object without `{`, and no JSON key
+without a quote followed by a colon; quotes for speech are prose.
+"""
 PLANNING_DCS = (2, 25)
 "The planning DCs a model may set: 2 to 20 in ordinary play, a little more for epic scope."
 PARALLEL_KEY = "parallel_execution"

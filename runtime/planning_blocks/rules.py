@@ -89,9 +89,11 @@ def _planning_block(value: Any, mode: Mode) -> Iterator[Violation]:
 
 # What any markup or control character looks like in a document's JSON as
 # msgspec writes it: a `<` that may open markup, a C0 control escaped (tab, line
-# feed and carriage return are text), DEL or a C1 control raw. A document whose
-# JSON shows none has nothing to walk for; a false alarm only costs the walk.
-_SUSPECT = re.compile(rb"<[A-Za-z/!?]|\\u00[01][0-9a-fA-F]|\\[bf]|\x7f|\xc2[\x80-\x9f]")
+# feed and carriage return are text), DEL or a C1 control raw; and a quote
+# inside a text, escaped, which JSON written into a text needs for its keys. A
+# document whose JSON shows none has nothing to walk for; a false alarm (prose
+# quoting speech) only costs the walk.
+_SUSPECT = re.compile(rb'<[A-Za-z/!?]|\\u00[01][0-9a-fA-F]|\\[bf"]|\x7f|\xc2[\x80-\x9f]')
 # Every match starts with one of these bytes; looking for each (memchr) is
 # cheaper than the expression's scan, byte by byte, of a block that has none.
 _SUSPECT_STARTS = (b"<", b"\\", b"\x7f", b"\xc2")
@@ -110,6 +112,13 @@ def _plain_text(value: Any) -> Iterator[Violation]:
     except (TypeError, UnicodeEncodeError, RecursionError, msgspec.EncodeError):
         pass  # not JSON msgspec writes (a lone surrogate, deep nesting): walk it all
     for path, text in free_texts(PLANNING_BLOCK, value):
+        written = _block_json().search(text)
+        if written:
+            yield Violation(
+                pointer(path),
+                f"holds planning-block JSON ({_show(text[written.start() :])}); the block's "
+                "fields stay structured, and its texts are prose",
+            )
         problems, removed = [], []
         if has_markup(text):
             problems.append(f"holds HTML markup ({_show(text)})")
@@ -126,6 +135,20 @@ def _plain_text(value: Any) -> Iterator[Violation]:
             f"{' and '.join(problems)}; text fields are plain text "
             f"(normalize removes {' and '.join(removed)})",
         )
+
+
+@cache
+def _block_json() -> re.Pattern[str]:
+    """A JSON object's start, or a planning-block field written as a JSON key.
+
+    The field names are those of the contract's schema, and `planning_block`,
+    what a narrative response calls the block.
+    """
+    schema = _schema(PLANNING_BLOCK)
+    objects = [schema, *schema["$defs"].values()]
+    names = {name for node in objects for name in node.get("properties", {})}
+    keys = "|".join(sorted(map(re.escape, names | {"planning_block"})))
+    return re.compile(rf'\{{\s*"|"(?:{keys})"\s*:')
 
 
 @cache
