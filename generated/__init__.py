@@ -54,6 +54,9 @@ PLAN_ATTEMPT: Final[Contract[tool_plans.PlanAttempt]] = Contract(
 PLANNING_BLOCK: Final[Contract[planning_blocks.PlanningBlock]] = Contract(
     "planning-block", planning_blocks.PlanningBlock
 )
+PLANNING_SESSION: Final[Contract[planning_blocks.PlanningSession]] = Contract(
+    "planning-session", planning_blocks.PlanningSession
+)
 SESSION_ADD_STEP: Final[Contract[session_plans.SessionAddStep]] = Contract(
     "session-add-step", session_plans.SessionAddStep
 )
@@ -147,6 +150,7 @@ CONTRACTS: Final[dict[str, Contract[Any]]] = {
     "plan": PLAN,
     "plan-attempt": PLAN_ATTEMPT,
     "planning-block": PLANNING_BLOCK,
+    "planning-session": PLANNING_SESSION,
     "session-add-step": SESSION_ADD_STEP,
     "session-clear-plan": SESSION_CLEAR_PLAN,
     "session-mark-step": SESSION_MARK_STEP,
@@ -187,6 +191,7 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "plan": (),
     "plan-attempt": (),
     "planning-block": (),
+    "planning-session": (),
     "session-add-step": (),
     "session-clear-plan": (),
     "session-mark-step": (),
@@ -227,6 +232,7 @@ FAMILIES: Final[dict[str, str]] = {
     "plan": "tool_plans",
     "plan-attempt": "tool_plans",
     "planning-block": "planning_blocks",
+    "planning-session": "planning_blocks",
     "session-add-step": "session_plans",
     "session-clear-plan": "session_plans",
     "session-mark-step": "session_plans",

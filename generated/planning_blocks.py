@@ -132,6 +132,17 @@ class PlanQuality(Struct, forbid_unknown_fields=True, kw_only=True):
     "What this quality of planning means for the analysis."
 
 
+class PlanningSession(Struct, forbid_unknown_fields=True, kw_only=True):
+    """What a game keeps of its planning between turns: the game clock and the frozen plans. `think --state FILE` reads it before a situation and writes it after, so a Think-mode check that fails freezes its topic for the next invocations, and Story-mode turns let game time pass until the freeze ends. Rules beyond this schema, checked by plancontracts: the frozen plans follow the freeze rules of `frozen-plans`, and no plan failed after the clock's time. Decisions: a freeze that has ended may stay listed until the session is next written, which drops it."""
+
+    time: GameTime
+    "The game clock: microseconds of game time since the start of the campaign. Think mode moves it by one microsecond, Story mode by the time a turn takes."
+    turn: Annotated[int, Meta(ge=0, le=9007199254740991)]
+    "How many Story-mode turns have been played. Think mode leaves it alone."
+    frozen_plans: FrozenPlans
+    "The topics frozen by failed Think-mode checks, keyed by topic."
+
+
 class Choice(Struct, forbid_unknown_fields=True, kw_only=True):
     """One option offered to the player."""
 

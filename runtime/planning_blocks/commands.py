@@ -4,38 +4,57 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from contextlib import suppress
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import msgspec
 
+from ...generated import PLANNING_SESSION
+from ...generated.planning_blocks import PlanningSession
 from ..cli.base import (
     EXIT_INVALID,
     EXIT_OK,
     Output,
+    StreamError,
     UsageError,
     json_for_people,
     json_name,
     label,
+    reason,
     say,
     to_stderr,
 )
 from ..cli.extras import require_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, texts, unreadable
-from ..cli.options import RulesOption, add_json, add_max_bytes, add_model_options, bounded_int
+from ..cli.options import (
+    DEFAULT_MAX_BYTES,
+    RulesOption,
+    add_json,
+    add_max_bytes,
+    add_model_options,
+    bounded_int,
+)
 from ..cli.reports import violations_as_json
 from ..cli.signals import run_trio
 from ..core.contracts import root_type
 from ..core.errors import ContractError, Violation, Violations
 from ..core.rules import Rules
-from ..core.validation import parse_document
+from ..core.validation import decode, parse_document
 from .blocks import ABSENT, Normalized, normalize_block
-from .mechanics import ABILITIES, AVERAGE_SCORE, MAX_SCORE, mode_of
+from .mechanics import ABILITIES, AVERAGE_SCORE, MAX_SCORE, EarlyBreak, mode_of, topic_key
 from .rules import PLANNING_BLOCK, rules_in
+from .session import MINUTE, after_thought, may_think, new_session
 
 __all__ = ["RULES_OPTIONS", "register"]
 
 MODES = ("think", "story")
+STORY_MINUTES = 10
+"Game minutes a Story-mode turn of `think --state` takes unless `--minutes` says otherwise."
+MAX_STORY_MINUTES = 525_600
+"A year of game minutes: the most one turn may take."
 
 
 def _add_mode(validate: argparse.ArgumentParser) -> None:
@@ -85,6 +104,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             help=f"the character's {ability} score, 1 to {MAX_SCORE} (default {AVERAGE_SCORE})",
         )
     add_model_options(think, seed="seed of the sampling and the roll")
+    think.add_argument(
+        "--state",
+        metavar="FILE",
+        help="the planning session (game clock and frozen plans) to read before each "
+        "situation and write after it; a missing FILE starts a new one",
+    )
+    think.add_argument(
+        "--topic",
+        metavar="TEXT",
+        help="with --state, in Think mode: the topic a failed check freezes and a frozen "
+        "one refuses (default: the situation)",
+    )
+    think.add_argument(
+        "--lift",
+        choices=get_args(EarlyBreak),
+        help="with --state: lift the topic's freeze early, for this reason",
+    )
+    think.add_argument(
+        "--minutes",
+        type=bounded_int(1, MAX_STORY_MINUTES),
+        default=STORY_MINUTES,
+        metavar="N",
+        help=f"with --state: game minutes a Story-mode turn takes (default {STORY_MINUTES})",
+    )
     think.set_defaults(run=_think)
 
     normalize = commands.add_parser(
@@ -110,14 +153,27 @@ def _think(args: argparse.Namespace, out: Output) -> int:
     for text in args.situations:
         if text != "-" and not mode_of(text, args.mode)[1]:
             raise UsageError(f"an empty situation: {label(text)!r}")
-    try:
-        thinker = Thinker.start(args.model, download=not args.no_download)
-    except NoModel as error:
-        say(str(error))
-        return EXIT_INVALID
+    if args.state is None and (args.topic or args.lift):
+        raise UsageError("--topic and --lift apply to a planning session: give --state FILE")
+    session = _read_session(args.state) if args.state is not None else None
+    thinker: Thinker | None = None  # loaded for the first situation that needs it
     abilities = {ability: getattr(args, ability.lower()) for ability in ABILITIES}
     status = EXIT_OK
     for situation in texts(args.situations):
+        mode, text = mode_of(situation, args.mode)
+        topic = topic_key(args.topic or text)
+        if session is not None and mode == "think":
+            verdict, session = may_think(session, topic, breaks=[args.lift] if args.lift else [])
+            if not verdict.allowed:
+                say(f"not thinking about {topic} again yet: {verdict.describe()}")
+                status = EXIT_INVALID
+                continue
+        if thinker is None:
+            try:
+                thinker = Thinker.start(args.model, download=not args.no_download)
+            except NoModel as error:
+                say(str(error))
+                return EXIT_INVALID
         think = partial(thinker.think, situation, args.mode, abilities=abilities, seed=args.seed)
         try:
             thought = run_trio(think)
@@ -125,9 +181,65 @@ def _think(args: argparse.Namespace, out: Output) -> int:
             say(f"no block for {label(situation[:80])!r}: {label(str(failure))}")
             status = EXIT_INVALID
             continue
+        if session is not None:
+            elapsed = args.minutes * MINUTE if mode == "story" else None
+            session, frozen = after_thought(session, thought, topic, elapsed=elapsed)
+            _write_session(args.state, session)
+            if frozen is not None:
+                thinker.say(f"think: {topic} is frozen for {frozen.freeze_hours} h of game time")
         out.write(msgspec.json.encode(thought.block).decode() + "\n")
         out.flush()
     return status
+
+
+def _read_session(name: str) -> PlanningSession:
+    """The planning session in file `name`, or a new one when there is no such file.
+
+    Raises UsageError, in one line, when it cannot be read or is not a valid
+    `planning-session` document.
+    """
+    folder = Path(name).parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        # Said now, before the model loads: the session is written after each situation.
+        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+    try:
+        with open(name, "rb") as stream:
+            data = read_at_most(stream, DEFAULT_MAX_BYTES)
+    except FileNotFoundError:
+        return new_session()
+    except OSError as error:
+        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
+    if isinstance(data, Violation):
+        raise UsageError(f"--state {label(name)}: {data.message}")
+    try:
+        session: PlanningSession = decode(PLANNING_SESSION, data)
+    except ContractError as error:
+        first = error.violations[0]
+        more = len(error.violations) - 1
+        raise UsageError(
+            f"--state {label(name)}: not a planning session: {first}"
+            + (f" (and {more} more)" if more else "")
+        ) from None
+    return session
+
+
+def _write_session(name: str, session: PlanningSession) -> None:
+    """Replace file `name` with `session`, checked against its contract first, atomically.
+
+    The new text is written beside the file and renamed over it, so a
+    reader (or a crash) sees the old session or the new one, never half.
+    """
+    data = msgspec.json.encode(session)
+    decode(PLANNING_SESSION, data)  # a session this command made breaks no rule: a bug if so
+    target = Path(name)
+    partial_file = target.with_name(f".{target.name}.partial")
+    try:
+        partial_file.write_bytes(data + b"\n")
+        os.replace(partial_file, target)
+    except OSError as error:
+        with suppress(OSError):
+            partial_file.unlink()
+        raise StreamError(f"cannot write the session to {label(name)}: {reason(error)}") from None
 
 
 def _normalize(args: argparse.Namespace, out: Output) -> int:

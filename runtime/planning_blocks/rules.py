@@ -28,6 +28,7 @@ import msgspec
 
 from ...generated import FROZEN_PLANS as FROZEN_PLANS_CONTRACT
 from ...generated import PLANNING_BLOCK
+from ...generated import PLANNING_SESSION as PLANNING_SESSION_CONTRACT
 from ...generated.planning_blocks import Complexity
 from ..core.contracts import AnyContract, contract_schema
 from ..core.errors import Violation, shown
@@ -51,6 +52,7 @@ __all__ = [
     "FROZEN_PLANS",
     "PLANNING_BLOCK",
     "RULES",
+    "SESSION",
     "STORY_MODE",
     "THINK_MODE",
     "check_inputs",
@@ -347,13 +349,13 @@ def _enum(field: str) -> tuple[Any, ...]:
 # Frozen plans ---------------------------------------------------------------------
 
 
-def _frozen_plans(value: Any) -> Iterator[Violation]:
+def _frozen_plans(value: Any, at: str = "") -> Iterator[Violation]:
     if not isinstance(value, dict):
         return
     for topic, entry in value.items():
         if not isinstance(entry, dict):
             continue
-        where = f"/{escape_token(topic)}"
+        where = f"{at}/{escape_token(topic)}"
         dc, hours = as_integer(entry.get("original_dc")), as_integer(entry.get("freeze_hours"))
         if dc is not None and hours is not None and hours != freeze_hours(dc):
             yield Violation(
@@ -370,6 +372,23 @@ def _frozen_plans(value: Any) -> Iterator[Violation]:
                 )
 
 
+def _planning_session(value: Any) -> Iterator[Violation]:
+    if not isinstance(value, dict):
+        return
+    frozen = value.get("frozen_plans")
+    yield from _frozen_plans(frozen, "/frozen_plans")
+    now = as_integer(value.get("time"))
+    if now is None or not isinstance(frozen, dict):
+        return
+    for topic, entry in frozen.items():
+        failed = as_integer(entry.get("failed_at")) if isinstance(entry, dict) else None
+        if failed is not None and failed > now:
+            yield Violation(
+                f"/frozen_plans/{escape_token(topic)}/failed_at",
+                f"is {failed}, after the session's time, {now}: a plan cannot fail in the future",
+            )
+
+
 STORY_MODE = Rules(
     PLANNING_BLOCK.name, "Story mode's rules", lambda value: _planning_block(value, "story")
 )
@@ -381,7 +400,14 @@ THINK_MODE = Rules(
 FROZEN_PLANS = Rules(FROZEN_PLANS_CONTRACT.name, "the freeze rules", _frozen_plans)
 "Frozen plans freeze for the hours their DC sets, from the moment the check failed."
 
-RULES = {PLANNING_BLOCK.name: STORY_MODE, FROZEN_PLANS_CONTRACT.name: FROZEN_PLANS}
+SESSION = Rules(PLANNING_SESSION_CONTRACT.name, "the session's rules", _planning_session)
+"A session's frozen plans follow the freeze rules, and none failed after its time."
+
+RULES = {
+    PLANNING_BLOCK.name: STORY_MODE,
+    FROZEN_PLANS_CONTRACT.name: FROZEN_PLANS,
+    PLANNING_SESSION_CONTRACT.name: SESSION,
+}
 "The family's rules beyond its contracts' schemas, found by `runtime.core.rules`."
 
 
