@@ -19,6 +19,7 @@ from plancontracts.generated.tool_plans import (
     ToolEvent,
     ToolResult,
 )
+from plancontracts.runtime.cli.options import DEFAULT_MAX_BYTES
 from plancontracts.runtime.engine.trace import EVENTS_SHOWN, render_trace
 from plancontracts.skills import BUNDLED_SKILLS
 
@@ -351,3 +352,10 @@ def test_warnings_and_error_events_show_without_asking_each_on_one_line() -> Non
         "    error odd: first line second\\u001b[31m line",
     ]
     assert lines[5].startswith("state: ")
+
+
+def test_a_plan_too_large_is_refused_naming_no_option_execute_lacks(tmp_path: Path) -> None:
+    done = execute(tmp_path, " " * (DEFAULT_MAX_BYTES + 1))
+    assert done.returncode == 2
+    assert f"  (document): larger than {DEFAULT_MAX_BYTES} bytes\n" in done.stderr
+    assert "--max-bytes" not in done.stderr

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import PlanningSession
+from plancontracts.runtime.cli.options import DEFAULT_MAX_BYTES
 from plancontracts.runtime.planning_blocks.mechanics import (
     HOUR,
     RolledCheck,
@@ -198,6 +199,15 @@ def test_a_state_file_that_is_no_session_is_refused_before_the_model_loads(
     (line,) = done.stderr.splitlines()
     assert said in line
     assert state.read_text() == written  # left as it was
+
+
+def test_a_state_file_too_large_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    state = tmp_path / "session.json"
+    state.write_bytes(b" " * (DEFAULT_MAX_BYTES + 1))
+    done = plancontracts("think", "THINK: the bridge", "--state", str(state), "--no-download")
+    assert done.returncode == 2
+    # think has no --max-bytes to point to: the bound is said as it is.
+    assert done.stderr.endswith(f"{state}: larger than {DEFAULT_MAX_BYTES} bytes\n")
 
 
 def test_topic_and_lift_need_a_state_file() -> None:

@@ -34,10 +34,14 @@ def opened(name: str) -> AbstractContextManager[BinaryIO]:
     return Path(name).open("rb")
 
 
-def read_at_most(stream: BinaryIO, limit: int) -> bytes | Violation:
+def read_at_most(
+    stream: BinaryIO, limit: int, *, option: str | None = "--max-bytes"
+) -> bytes | Violation:
     """The whole stream, or the violation that says it is larger than `limit` bytes.
 
-    Read in chunks, so memory grows with what the stream holds, not with `limit`.
+    The violation names `option`, the command's option that sets `limit`,
+    when the command has one. Read in chunks, so memory grows with what the
+    stream holds, not with `limit`.
     """
     chunks: list[bytes] = []
     size = 0
@@ -48,7 +52,8 @@ def read_at_most(stream: BinaryIO, limit: int) -> bytes | Violation:
         chunks.append(chunk)
         size += len(chunk)
     if size > limit:
-        return Violation("", f"larger than {limit} bytes (see --max-bytes)")
+        see = f" (see {option})" if option else ""
+        return Violation("", f"larger than {limit} bytes{see}")
     return b"".join(chunks)
 
 

@@ -204,7 +204,7 @@ def _read_session(name: str) -> PlanningSession:
         raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
     try:
         with open(name, "rb") as stream:
-            data = read_at_most(stream, DEFAULT_MAX_BYTES)
+            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
     except FileNotFoundError:
         return new_session()
     except OSError as error:

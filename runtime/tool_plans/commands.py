@@ -158,7 +158,7 @@ def _read_plan(name: str) -> Plan | Violations:
     """The plan in file `name` (or stdin for -), or the violations that say why there is none."""
     try:
         with opened(name) as stream:
-            data = read_at_most(stream, DEFAULT_MAX_BYTES)
+            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
     except OSError as error:
         data = Violation("", unreadable(error))
     if isinstance(data, Violation):
