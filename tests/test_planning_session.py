@@ -170,16 +170,20 @@ def test_think_keeps_the_session_in_its_state_file(tmp_path: Path) -> None:
     )
     assert "model:" not in again.stderr  # nor was the model loaded for nothing
 
+    # One invocation, one model load: a Story turn as long as the freeze, then the topic again.
     minutes = str(hours * 60)
-    story = plancontracts("think", "The guard dozes", "--state", str(state), "--minutes", minutes,
-                          "--seed", "1", "--no-download")  # fmt: skip
-    assert story.returncode == 0, story.stderr
-    session = decode(PLANNING_SESSION, state.read_bytes())
-    assert (session.time, session.turn, session.frozen_plans) == (hours * HOUR + 1, 1, {})
-
-    thawed = plancontracts(*think, "--topic", "bridge crossing", *low)
+    story = "The guard dozes"
+    thawed = plancontracts(
+        think[0], story, *think[1:], "--minutes", minutes, "--topic", "bridge crossing",
+        *low[:-2], "2", "--no-download",  # seed 2: a shorter block than seed 1 here
+    )  # fmt: skip
     assert thawed.returncode == 0, thawed.stderr
+    assert len(thawed.stdout.splitlines()) == 2  # a block for each
     assert "check: d20" in thawed.stderr
+    session = decode(PLANNING_SESSION, state.read_bytes())
+    # The Story turn took the hours; the check came one microsecond after it ended.
+    assert (session.time, session.turn) == (hours * HOUR + 2, 1)
+    assert all(entry.failed_at == hours * HOUR + 1 for entry in session.frozen_plans.values())
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,8 @@ class ModelWriter:
     ) -> dict[str, Any]:
         """Generate one JSON object under `schema` after `prompt`.
 
-        Raises GenerationFailed when the output is not a JSON object that
+        `max_tokens` 0 lets the document take what the model's context leaves
+        after the prompt. Raises GenerationFailed when the output is not a JSON object that
         `schema` accepts, when the prompt and `max_tokens` do not fit the
         model's context, or when `stop` was set before the end.
         """
@@ -178,9 +179,10 @@ class ModelWriter:
             document = json.loads(text)
         except ValueError:
             shown = text if len(text) <= 200 else text[:200] + "..."
+            budget = f"budget {max_tokens} tokens" if max_tokens > 0 else "the context ran out"
             raise GenerationFailed(
                 f"the model's output is not complete JSON ({len(text)} characters, "
-                f"budget {max_tokens} tokens): {shown!r}"
+                f"{budget}): {shown!r}"
             ) from None
         if not isinstance(document, dict) or not Draft202012Validator(schema).is_valid(document):
             raise GenerationFailed("the model's output does not satisfy the decoding schema")

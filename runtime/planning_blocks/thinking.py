@@ -35,8 +35,14 @@ from .prompts import planning_messages
 
 __all__ = ["Thinker", "Thought"]
 
-BLOCK_TOKENS = 1536
-"Enough for the longest block the profile allows; a base model may use all of it."
+BLOCK_TOKENS = 0
+"""As many tokens as the context leaves after the prompt: no fixed budget fits every block.
+
+The longest block the Think-mode profile allows holds 39 texts of up to 120
+characters, about 4,700 characters, and a base model's texts can take a
+token for every one or two of them (1,536 tokens were once seen to cut a
+valid block short). The constraint ends the block as soon as it is whole.
+"""
 CHECK_TOKENS = 160
 
 
