@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from token_counts import with_token_count
 from plancontracts.generated.tool_plans import (
     ExecutionResult,
     Plan,
+    PlanAttempt,
     ToolError,
     ToolInvocation,
     ToolResult,
@@ -40,6 +42,7 @@ from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
 from plancontracts.runtime.model.resolution import DEFAULT_MODEL, NotAModel, check_gguf
+from plancontracts.runtime.tool_plans.narrator import Attempt, attempt_record
 from plancontracts.runtime.tool_plans.planner import Planner
 from plancontracts.runtime.tool_plans.profiles import plan_profile
 from plancontracts.runtime.tool_plans.prompts import narrator_messages, what_failed
@@ -356,12 +359,17 @@ def test_the_replan_prompt(markdown_snapshot: SnapshotAssertion) -> None:
         bundled_skills(),
         disabled=["torch-lighter", "dice-roller"],
         state={"torch": {"lit": False}},
-        failures=what_failed(plan, result),
+        failures=what_failed(record_of(plan, result)),
     )
     assert with_token_count(render_chat(messages, None)) == markdown_snapshot
 
 
 Ended = Literal["failed", "timeout"]
+
+
+def record_of(plan: Plan, result: ExecutionResult) -> PlanAttempt:
+    """The `plan-attempt` record of `plan`'s first generation, which ended in `result`."""
+    return attempt_record(Attempt(plan, result, 0.5, 1.5, 1, datetime.now(UTC)))
 
 
 def execution_result(
@@ -400,7 +408,7 @@ def execution_result(
 def test_a_rejected_plan_is_told_as_its_reason() -> None:
     plan = Plan(request_id="00000000-0000-4000-8000-000000000001", tools=[])
     why = ToolError(category="circular_dependency", code="cycle", message="t1 -> t2 -> t1")
-    lines = what_failed(plan, execution_result(plan, failed=[], error=why))
+    lines = what_failed(record_of(plan, execution_result(plan, failed=[], error=why)))
     assert lines == [
         "the plan was rejected before it ran: circular_dependency cycle: t1 -> t2 -> t1"
     ]
@@ -413,14 +421,14 @@ def test_past_five_failed_tools_the_rest_are_counted() -> None:
     failed: list[tuple[str, Ended, int, ToolError]] = [
         (call.tool_id, "failed", 1, broken) for call in calls
     ]
-    lines = what_failed(plan, execution_result(plan, failed=failed))
+    lines = what_failed(record_of(plan, execution_result(plan, failed=failed)))
     assert lines[:5] == [
         f"`t{n}` (skills/faults/fails.py) failed after 1 retry: process_error exit_status: "
         "exited with 1"
         for n in range(5)
     ]
     assert lines[5:] == ["and 3 more failed tools"]
-    assert what_failed(plan, execution_result(plan, failed=[])) == []
+    assert what_failed(record_of(plan, execution_result(plan, failed=[]))) == []
 
 
 @settings(max_examples=50, deadline=None)
@@ -431,7 +439,8 @@ def test_a_failure_of_any_text_is_one_bounded_line_of_the_prompt(message: str, c
         tools=[ToolInvocation(tool_id="t1", tool_path="skills/faults/fails.py")],
     )
     why = ToolError(category="tool_failure", code=code, message=message)
-    (line,) = what_failed(plan, execution_result(plan, failed=[("t1", "failed", 0, why)]))
+    result = execution_result(plan, failed=[("t1", "failed", 0, why)])
+    (line,) = what_failed(record_of(plan, result))
     system = narrator_messages("I wait", bundled_skills(), failures=[line])[0]["content"]
     section = system.split("avoids what went wrong:\n", 1)[1]
     assert len(section.splitlines()) == 1

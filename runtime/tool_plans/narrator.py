@@ -102,7 +102,7 @@ class Turn:
         if not self.fell_back or not self.attempts:
             return None
         last = self.attempts[-1]
-        failures = what_failed(last.plan, last.result) or ["no tool failed, yet the plan did"]
+        failures = what_failed(attempt_record(last)) or ["no tool failed, yet the plan did"]
         plans = f"{len(self.attempts)} plan{'s' if len(self.attempts) > 1 else ''}"
         more = len(failures) - 1
         also = f" (and {more} more)" if more else ""
@@ -173,7 +173,7 @@ async def play_turn(
             return Turn(narration, tuple(attempts), fell_back=False)
         off = list(result.disabled_skills)
         parent = plan.request_id
-        failures = what_failed(plan, result)
+        failures = what_failed(record)
         if not result.can_replan:
             break
     return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)

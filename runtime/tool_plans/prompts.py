@@ -14,7 +14,7 @@ from importlib.resources import files
 from string import Template
 from typing import Any
 
-from ...generated.tool_plans import ExecutionResult, Plan, ToolError
+from ...generated.tool_plans import PlanAttempt, ToolError
 from ..core.plain_text import one_line
 from ..engine.skills import SkillSet
 from ..model.chat import Message
@@ -74,28 +74,29 @@ def narrator_messages(
     ]
 
 
-def what_failed(plan: Plan, result: ExecutionResult) -> list[str]:
-    """What went wrong when `plan` ran, one line each, for the next plan's prompt (FR-012).
+def what_failed(record: PlanAttempt) -> list[str]:
+    """What went wrong in an attempt, one line each, for the next plan's prompt (FR-012).
 
+    `record` is the attempt's `plan-attempt` record (`narrator.attempt_record`).
     A plan rejected before it ran gives one line, the reason (a cycle, an
     unknown dependency, an unusable script). Otherwise each tool that failed
     or timed out gives one, in the order they ended: its id, path, state,
     retries and error, its message cut to `_MESSAGE_SHOWN` characters; past
-    `FAILURES_SHOWN` tools the rest are counted. Empty for a plan that
-    succeeded. Messages come from tools and are quoted as they are, on one
+    `FAILURES_SHOWN` tools the rest are counted. Empty for a plan with no
+    failure. Messages come from tools and are quoted as they are, on one
     line: a hostile one can say anything, but in one bounded line.
     """
-    if result.error:
-        return [f"the plan was rejected before it ran: {_error(result.error)}"]
-    paths = {call.tool_id: call.tool_path for call in plan.tools}
-    traces = {trace.tool_id: trace for trace in result.tool_results}
+    if record.rejection:
+        return [f"the plan was rejected before it ran: {_error(record.rejection)}"]
     lines = []
-    for tool_id in result.failed_tools[:FAILURES_SHOWN]:
-        trace = traces[tool_id]
-        retries = f"{trace.retry_count} retr{'y' if trace.retry_count == 1 else 'ies'}"
-        error = _error(trace.error) if trace.error else "no reason given"
-        lines.append(f"`{tool_id}` ({paths[tool_id]}) {trace.state} after {retries}: {error}")
-    more = len(result.failed_tools) - FAILURES_SHOWN
+    for failure in record.failures[:FAILURES_SHOWN]:
+        count = failure.retry_count
+        retries = f"{count} retr{'y' if count == 1 else 'ies'}"
+        lines.append(
+            f"`{failure.tool_id}` ({failure.tool_path}) {failure.state} after {retries}: "
+            f"{_error(failure.error)}"
+        )
+    more = len(record.failures) - FAILURES_SHOWN
     if more > 0:
         lines.append(f"and {more} more failed tool{'s' if more > 1 else ''}")
     return lines
