@@ -1,12 +1,19 @@
-"""Servers on the loopback address that record what reaches them, for tests that expect nothing."""
+"""Servers on the loopback address that record what reaches them, and a stub model server."""
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
+import json
+import select
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -59,3 +66,160 @@ def silent_server() -> Iterator[tuple[str, socket.socket]]:
         yield f"127.0.0.1:{listener.getsockname()[1]}", listener
     finally:
         listener.close()
+
+
+A_PLAN = json.dumps(
+    {
+        "narrative": "You roll the die.",
+        "tools": [
+            {
+                "toolId": "t1",
+                "toolPath": "skills/dice-roller/roll.py",
+                "input": {"formula": "d20"},
+                "dependencies": [],
+            }
+        ],
+    }
+)
+"A plan the plan profile of the bundled skills accepts, as a model server would write it."
+
+
+@dataclass
+class Reply:
+    """What the stub model server answers one chat request with."""
+
+    status: int = 200
+    content: str | None = '{"answer": "yes"}'
+    "The answer's message text; None sends `body` instead."
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    "Seconds before answering, watching for the client to hang up."
+
+
+@dataclass
+class ModelServer:
+    """A stub OpenAI-compatible server on 127.0.0.1 and what reached it."""
+
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    "Each chat request's JSON body, as it came."
+    authorizations: list[str | None] = field(default_factory=list)
+    hung_up: int = 0
+    "Requests whose client closed the connection before the answer."
+    most_at_once: int = 0
+    "The most chat requests it was answering at one time."
+
+
+@contextlib.contextmanager
+def model_server(
+    answer: Callable[[int, dict[str, Any]], Reply], models: list[str] | None = None
+) -> Iterator[ModelServer]:
+    """A stub model server: `answer(n, body)` says how to answer the n-th chat request (from 0).
+
+    GET /v1/models lists `models` (default one, `stub-model`). Answers are
+    sent as OpenAI's chat completion objects around `Reply.content`.
+    """
+    lock = threading.Lock()
+    at_once = 0
+    state = ModelServer("")
+    listed = ["stub-model"] if models is None else models
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            data = [{"id": name, "object": "model"} for name in listed]
+            self._send(200, json.dumps({"object": "list", "data": data}).encode(), {})
+
+        def do_POST(self) -> None:
+            nonlocal at_once
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with lock:
+                number = len(state.requests)
+                state.requests.append(body)
+                state.authorizations.append(self.headers.get("Authorization"))
+                at_once += 1
+                state.most_at_once = max(state.most_at_once, at_once)
+            try:
+                reply = answer(number, body)
+                if self._hung_up_within(reply.delay):
+                    with lock:
+                        state.hung_up += 1
+                    return
+                payload = reply.body
+                if reply.content is not None:
+                    message = {"role": "assistant", "content": reply.content}
+                    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                    completion = {"object": "chat.completion", "choices": [choice]}
+                    payload = json.dumps(completion).encode()
+                self._send(reply.status, payload, reply.headers)
+            finally:
+                with lock:
+                    at_once -= 1
+
+        def _hung_up_within(self, seconds: float) -> bool:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                readable, _, _ = select.select([self.connection], [], [], 0.02)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    return True
+            return False
+
+        def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except OSError:
+                pass  # the client went away: what it did is what the test looks at
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def conforming(number: int, body: dict[str, Any]) -> Reply:
+    """A server that keeps to the constraint: the simplest document of the schema it was sent."""
+    return Reply(content=json.dumps(simplest_document(sent_schema(body))))
+
+
+def sent_schema(body: dict[str, Any]) -> dict[str, Any]:
+    """The schema a chat request constrains its answer to, in either response format."""
+    form = body["response_format"]
+    schema: dict[str, Any] = (
+        form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
+    )
+    return schema
+
+
+def simplest_document(schema: dict[str, Any]) -> Any:
+    """The simplest document `schema` accepts, the same every time (found once per schema)."""
+    return copy.deepcopy(_simplest(json.dumps(schema, sort_keys=True)))
+
+
+@functools.cache
+def _simplest(schema: str) -> Any:
+    from hypothesis import find, settings
+    from schema_strategies import valid_documents
+
+    return find(
+        valid_documents(json.loads(schema)),
+        lambda _: True,
+        settings=settings(database=None, max_examples=10),
+    )

@@ -178,8 +178,26 @@ def test_a_truncated_model_is_reported_and_the_next_one_loads(
     planner = Planner.start(str(truncated), download=False, say=said.append)
     assert said[0] == f"model: {truncated} (--model)"
     assert said[1].startswith(f"model: {truncated} cannot be used: ")
-    assert said[-1] == "model: loaded gemma-3-270m-q4_k_m.gguf"
+    assert said[-1].startswith("model: loaded gemma-3-270m-q4_k_m.gguf on the ")
     assert planner.writer is not None
+
+
+def test_where_the_model_runs_is_said_and_a_build_without_offload_runs_it_on_the_cpu() -> None:
+    import llama_cpp
+
+    from plancontracts.runtime.model.generation import offload_layers
+
+    said: list[str] = []
+    Planner.start("gemma3-270m", download=False, gpu_layers=8, say=said.append)
+    if llama_cpp.llama_supports_gpu_offload():  # a CUDA or Metal build
+        assert (offload_layers(None), offload_layers(8)) == (-1, 8)
+        assert said[-1].endswith("with 8 layers on the GPU")
+    else:  # as on CI: every layer on the CPU, whatever is asked
+        assert (offload_layers(None), offload_layers(8)) == (0, 0)
+        assert said[-1] == (
+            "model: loaded gemma-3-270m-q4_k_m.gguf on the CPU "
+            "(this build of llama-cpp-python cannot offload to a GPU)"
+        )
 
 
 def test_with_no_model_at_all_the_patterns_plan(tmp_path: Path) -> None:

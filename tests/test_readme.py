@@ -6,10 +6,11 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from local_servers import A_PLAN, Reply, model_server
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -73,6 +74,13 @@ def folder_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path
     return folder
 
 
+@pytest.fixture(scope="module")
+def stub_server() -> Iterator[str]:
+    """A model server's address, for the pages whose examples ask one: it answers with a plan."""
+    with model_server(lambda number, body: Reply(content=A_PLAN)) as server:
+        yield server.url
+
+
 @pytest.mark.parametrize(
     ("page", "line", "kind", "body", "shown"),
     EXAMPLES,
@@ -86,8 +94,11 @@ def test_examples_run(
     shown: str | None,
     folder_of: Callable[[Path], Path],
     monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
     folder = folder_of(page)
+    if page.name == "model-server.md":  # its examples ask a server: a stub answering plans
+        monkeypatch.setenv("PLANCONTRACTS_SERVER", request.getfixturevalue("stub_server"))
     if kind == "python":
         monkeypatch.chdir(folder)
         exec(compile(body, f"{page.name}:{line}", "exec"), {})

@@ -29,6 +29,7 @@ from token_counts import with_token_count
 from plancontracts import STORY_PACKAGE, decode
 from plancontracts.generated.story_packages import AssetFile
 from plancontracts.runtime.core.validation import convert, violations
+from plancontracts.runtime.model.chat import Message, render_chat
 from plancontracts.runtime.story_packages.assets import AssetGenerationError, AssetRequest
 from plancontracts.runtime.story_packages.build import (
     ENCOUNTERS,
@@ -58,16 +59,22 @@ PIPELINE = [
 class Drawing:
     """Writes each call as a document drawn from its profile: any call the profile allows."""
 
-    chat_template = None
+    description = "drawn documents"
 
     def __init__(self, draw: Any) -> None:
         self.draw = draw
         self.prompts: list[str] = []
 
-    async def write_in_thread(
-        self, prompt: str, schema: dict[str, Any], *, max_tokens: int, seed: int | None
+    async def write_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
     ) -> dict[str, Any]:
-        self.prompts.append(prompt)
+        self.prompts.append(render_chat(messages, None, answer=answer))  # as a base model reads it
         document: dict[str, Any] = self.draw(schema)
         assert Draft202012Validator(schema).is_valid(document)
         return document

@@ -1,21 +1,25 @@
 """The optional parts of the install, and the one-line error of a command run without its part.
 
 The core (validate, decode, schema, examples, execute, normalize) needs no
-extra. `plan`, `play` and `think` need the `model` extra, `generate` the
-`codegen` one; each calls `require_extra` before doing anything else.
+extra. The commands that write with a model need the `model` extra for a
+local one and the `served` extra for a model server (`require_writer_extra`),
+`generate` the `codegen` one; each checks before doing anything else.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 
 from .base import UsageError
+from .options import uses_server
 
-__all__ = ["EXTRAS", "missing_modules", "require_extra"]
+__all__ = ["EXTRAS", "missing_modules", "require_extra", "writer_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2"),
     "codegen": ("datamodel_code_generator", "ruff"),
+    "served": ("httpx",),
 }
 """Each extra a command can need, and the top-level modules its distributions install.
 
@@ -42,3 +46,8 @@ def require_extra(extra: str, command: str) -> None:
             f"{command} needs the {extra} extra, which is not installed "
             f"(no module {', '.join(missing)}): pip install 'plancontracts[{extra}]'"
         )
+
+
+def writer_extra(args: argparse.Namespace) -> str:
+    """The extra a command's model options need: `served` for a server, else `model`."""
+    return "served" if uses_server(args) else "model"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..core.errors import UnknownContractError
 from ..goal_plans import commands as goal_plan_commands
+from ..model.generation import NoModel
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
 from ..story_packages import commands as story_package_commands
@@ -44,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except (UsageError, UnknownContractError) as error:
         parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
+    except NoModel as error:  # such as a model server that was asked for and does not answer
+        complain(str(error))
+        return EXIT_INVALID
     except KeyboardInterrupt:
         return stopped("interrupted", 130)
     except Stopped as stop:

@@ -6,8 +6,15 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.rules import Rules
+from ..model.resolution import SERVER_VARIABLE as SERVER
+from ..model.resolution import chosen_server
+from ..model.served import API_KEY_VARIABLE as API_KEY
+from ..model.served import RESPONSE_FORMATS, ServerSettings
+
+DEFAULT_SERVER = ServerSettings()
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -18,8 +25,11 @@ __all__ = [
     "add_model_options",
     "add_skill_options",
     "bounded_int",
+    "model_options",
     "positive_int",
     "seconds",
+    "server_address",
+    "uses_server",
 ]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -58,7 +68,12 @@ def add_max_bytes(command: argparse.ArgumentParser, what: str = "a document") ->
 
 
 def add_model_options(command: argparse.ArgumentParser, *, seed: str) -> None:
-    """--model, --seed (helped by `seed`) and --no-download, for the commands that load a model."""
+    """The options choosing and asking the model, for the commands that write with one.
+
+    --model, --seed (helped by `seed`), --no-download and --gpu-layers for a
+    local model; --server, --served-model, --response-format, --in-flight
+    and --server-timeout for a model server. `model_options` reads them.
+    """
     command.add_argument(
         "--model",
         metavar="PATH|NAME",
@@ -68,6 +83,67 @@ def add_model_options(command: argparse.ArgumentParser, *, seed: str) -> None:
     command.add_argument(
         "--no-download", action="store_true", help="never download the default model"
     )
+    command.add_argument(
+        "--gpu-layers",
+        type=bounded_int(-1, 100_000),
+        metavar="N",
+        help="layers of a local model to run on the GPU, -1 for all "
+        "(default: all when llama-cpp-python was built with GPU support, else none)",
+    )
+    served = command.add_argument_group(
+        "model server", f"an OpenAI-compatible server instead of a local model (or ${SERVER})"
+    )
+    served.add_argument(
+        "--server",
+        type=server_address,
+        metavar="URL",
+        help=f"the server's address, such as http://127.0.0.1:8080 (API key: ${API_KEY})",
+    )
+    served.add_argument(
+        "--served-model", metavar="NAME", help="the served model (default: the first it lists)"
+    )
+    served.add_argument(
+        "--response-format",
+        choices=RESPONSE_FORMATS,
+        default=DEFAULT_SERVER.response_format,
+        help="how the decoding profile is sent: json_schema (vLLM, llama-server) or "
+        "json_object (llama-cpp-python's server) (default json_schema)",
+    )
+    served.add_argument(
+        "--in-flight",
+        type=bounded_int(1, 1024),
+        default=DEFAULT_SERVER.in_flight,
+        metavar="N",
+        help=f"most requests out at once; more wait (default {DEFAULT_SERVER.in_flight})",
+    )
+    served.add_argument(
+        "--server-timeout",
+        type=seconds,
+        default=DEFAULT_SERVER.timeout,
+        metavar="S",
+        help=f"seconds one request may take (default {DEFAULT_SERVER.timeout:g})",
+    )
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of the families' `start` and `load_first_model`, from the options."""
+    return {
+        "requested": args.model,
+        "download": not args.no_download,
+        "gpu_layers": args.gpu_layers,
+        "server": ServerSettings(
+            url=args.server,
+            model=args.served_model,
+            in_flight=args.in_flight,
+            timeout=args.server_timeout,
+            response_format=args.response_format,
+        ),
+    }
+
+
+def uses_server(args: argparse.Namespace) -> bool:
+    """Whether the options choose a server: --server, or $PLANCONTRACTS_SERVER without --model."""
+    return chosen_server(args.model, args.server) is not None
 
 
 def add_skill_options(command: argparse.ArgumentParser) -> None:
@@ -113,6 +189,19 @@ def _whole_number(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def server_address(text: str) -> str:
+    """An http or https address of a model server, as an option's value."""
+    from ..model.served import api_base
+
+    try:
+        api_base(text)
+    except ImportError:  # no httpx: the command says which extra to install
+        return text
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def seconds(text: str) -> float:

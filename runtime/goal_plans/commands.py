@@ -22,9 +22,9 @@ import msgspec
 from ...generated import GOAL_EVENT
 from ...generated.goal_plans import ContextEvent, Goal, GoalEvent, NewGoalEvent
 from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason, say
-from ..cli.extras import missing_modules
+from ..cli.extras import missing_modules, writer_extra
 from ..cli.inputs import lines_of, opened, unreadable
-from ..cli.options import RulesOption, add_max_bytes, add_model_options
+from ..cli.options import RulesOption, add_max_bytes, add_model_options, model_options
 from ..cli.signals import run_trio
 from ..core.errors import ContractError, Violation
 from ..core.jsontext import MalformedJSON, parse
@@ -85,18 +85,19 @@ def _planner(args: argparse.Namespace) -> Planner:
     """Scripted answers first, then the model (loaded when first needed), then the fallback."""
     if args.fallback:
         return Planner(say=say)
-    missing = missing_modules("model")
+    extra = writer_extra(args)
+    missing = missing_modules(extra)
     if missing:
         say(
-            f"goals: the model extra is not installed (no module {', '.join(missing)}): "
-            "pip install 'plancontracts[model]'"
+            f"goals: the {extra} extra is not installed (no module {', '.join(missing)}): "
+            f"pip install 'plancontracts[{extra}]'"
         )
         return Planner(say=say)
 
     def load() -> Any:
         from ..model.generation import load_first_model
 
-        return load_first_model(args.model, download=not args.no_download, say=say)
+        return load_first_model(**model_options(args), say=say)
 
     return Planner(load=load, say=say, seed=args.seed)
 

@@ -33,7 +33,7 @@ from ..core.validation import convert
 
 if TYPE_CHECKING:
     from ..model.chat import Message
-    from ..model.generation import ModelWriter
+    from ..model.writer import Writer
 
 __all__ = [
     "PLAN_BOUNDS",
@@ -216,11 +216,11 @@ class Planner:
     `say` is told, in one line, whenever the fallback writes.
     """
 
-    load: Callable[[], ModelWriter | None] | None = None
+    load: Callable[[], Writer | None] | None = None
     say: Callable[[str], None] = lambda line: None
     seed: int | None = None
     scripted: deque[GoalPlanOutput] = field(default_factory=deque)
-    _model: ModelWriter | None = None
+    _model: Writer | None = None
     _loaded: bool = False
 
     def script(self, output: GoalPlanOutput) -> None:
@@ -238,13 +238,15 @@ class Planner:
         model = self._loaded_model()
         if model is None:
             return fallback_steps(request), "fallback"
-        from ..model.chat import render_chat
         from ..model.generation import GenerationFailed
 
-        prompt = render_chat(plan_messages(request), model.chat_template, answer="Plan JSON")
         try:
-            written = await model.write_in_thread(
-                prompt, output_profile(), max_tokens=PLAN_TOKENS, seed=self.seed
+            written = await model.write_chat(
+                plan_messages(request),
+                output_profile(),
+                answer="Plan JSON",
+                max_tokens=PLAN_TOKENS,
+                seed=self.seed,
             )
         except GenerationFailed as failure:
             self.say(f"goals: the model wrote no plan ({failure}); the fallback wrote it")
@@ -254,7 +256,7 @@ class Planner:
         except ContractError as error:
             raise ProfileBug(f"the model's steps broke their contract: {error}") from None
 
-    def _loaded_model(self) -> ModelWriter | None:
+    def _loaded_model(self) -> Writer | None:
         if not self._loaded and self.load is not None:  # without `load`, the caller chose
             self._loaded = True
             self._model = self.load()

@@ -24,15 +24,20 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..core.errors import PlanContractsError
-from .resolution import NotAModel, candidates, check_gguf
+from .chat import Message, render_chat
+from .resolution import NotAModel, candidates, check_gguf, chosen_server
+
+if TYPE_CHECKING:
+    from .served import ServerSettings
+    from .writer import Writer
 
 __all__ = [
     "GenerationFailed",
@@ -41,6 +46,7 @@ __all__ = [
     "generating",
     "load_first_model",
     "load_model",
+    "offload_layers",
     "say_on_stderr",
 ]
 
@@ -98,8 +104,20 @@ class ModelWriter:
     "Held while tokens are generated: one llama.cpp context serves one generation at a time."
 
     @classmethod
-    def load(cls, path: Path, *, context: int = 8192, threads: int | None = None) -> ModelWriter:
-        """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it."""
+    def load(
+        cls,
+        path: Path,
+        *,
+        context: int = 8192,
+        threads: int | None = None,
+        gpu_layers: int | None = None,
+    ) -> ModelWriter:
+        """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it.
+
+        `gpu_layers` layers are offloaded to the GPU, -1 for all; None means
+        all when this build of llama-cpp-python can offload (a CUDA or Metal
+        build), none otherwise (`offload_layers`).
+        """
         import outlines
         from llama_cpp import Llama
 
@@ -107,6 +125,7 @@ class ModelWriter:
             str(path),
             n_ctx=context,
             n_threads=threads or os.cpu_count() or 1,
+            n_gpu_layers=offload_layers(gpu_layers),
             verbose=False,
         )
         template = llama.metadata.get("tokenizer.chat_template") or None
@@ -115,6 +134,23 @@ class ModelWriter:
         model: Any = outlines.from_llamacpp(llama, chat_mode=False)
         model.model = _KeepingEvaluatedPrefix(llama)
         return cls(path, llama, model, template)
+
+    @property
+    def description(self) -> str:
+        return self.path.name
+
+    async def write_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str = "Plan JSON",
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """`write_in_thread` after `messages` in the model's chat format (`render_chat`)."""
+        prompt = render_chat(messages, self.chat_template, answer=answer)
+        return await self.write_in_thread(prompt, schema, max_tokens=max_tokens, seed=seed)
 
     def generator(self, schema: dict[str, Any]) -> Any:
         """The compiled constraint for `schema`, built on first use and then reused."""
@@ -249,25 +285,67 @@ def say_on_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def offload_layers(gpu_layers: int | None) -> int:
+    """The layers to offload for `--gpu-layers` (`gpu_layers`; None: all, where the build can).
+
+    A build of llama-cpp-python without GPU support offloads nothing,
+    whatever is asked: llama.cpp runs every layer on the CPU.
+    """
+    import llama_cpp
+
+    if not llama_cpp.llama_supports_gpu_offload():
+        return 0
+    return -1 if gpu_layers is None else gpu_layers
+
+
+def _where_it_runs(gpu_layers: int | None) -> str:
+    import llama_cpp
+
+    if not llama_cpp.llama_supports_gpu_offload():
+        return "on the CPU (this build of llama-cpp-python cannot offload to a GPU)"
+    layers = offload_layers(gpu_layers)
+    if layers == 0:
+        return "on the CPU (--gpu-layers 0)"
+    return "with all layers on the GPU" if layers < 0 else f"with {layers} layers on the GPU"
+
+
 def load_first_model(
     requested: str | None = None,
     *,
     download: bool = True,
+    server: ServerSettings | None = None,
+    gpu_layers: int | None = None,
+    environ: Mapping[str, str] | None = None,
     say: Callable[[str], None] = say_on_stderr,
-) -> ModelWriter | None:
-    """The first model of the resolution order that loads (see `runtime.model.resolution`), or None.
+) -> Writer | None:
+    """The first writer of the resolution order that works, or None; each step said in one line.
 
-    Each step is said in one line; a candidate that is not a GGUF model, or
-    that llama.cpp cannot load, is reported and the next one tried.
+    The order: an explicit server (`server.url`), an explicit model
+    (`requested`), the `PLANCONTRACTS_SERVER` environment variable, then the
+    local model files of `runtime.model.resolution` (`PLANCONTRACTS_MODEL`,
+    the cache, a download, the packaged model). A local candidate that is not
+    a GGUF model, or that llama.cpp cannot load, is reported and the next one
+    tried; a server that was asked for and does not answer raises NoModel
+    (falling back to a local model would hide it). `server` also carries how
+    a server is asked; `gpu_layers` how a local model is loaded
+    (`offload_layers`).
     """
-    for candidate in candidates(requested, download=download, say=say):
+    environ = os.environ if environ is None else environ
+    chosen = chosen_server(requested, server.url if server else None, environ)
+    if chosen is not None:
+        from .served import ServedModel, ServerSettings
+
+        url, source = chosen
+        settings = server or ServerSettings()
+        return ServedModel.connect(settings, url=url, source=source, environ=environ, say=say)
+    for candidate in candidates(requested, download=download, environ=environ, say=say):
         try:
             check_gguf(candidate.path)
-            writer = ModelWriter.load(candidate.path)
+            writer = ModelWriter.load(candidate.path, gpu_layers=gpu_layers)
         except (NotAModel, ValueError) as error:
             say(f"model: {candidate.path} cannot be used: {error}")
             continue
-        say(f"model: loaded {candidate.path.name}")
+        say(f"model: loaded {candidate.path.name} {_where_it_runs(gpu_layers)}")
         return writer
     return None
 
@@ -277,17 +355,21 @@ def load_model(
     *,
     needs: str,
     download: bool = True,
+    server: ServerSettings | None = None,
+    gpu_layers: int | None = None,
     say: Callable[[str], None] = say_on_stderr,
-) -> ModelWriter:
+) -> Writer:
     """`load_first_model`, for work that cannot go on without a model.
 
     Raises NoModel when none loads, its message saying that `needs` (such
     as `planning blocks need one`) and how to get a model.
     """
-    writer = load_first_model(requested, download=download, say=say)
+    writer = load_first_model(
+        requested, download=download, server=server, gpu_layers=gpu_layers, say=say
+    )
     if writer is None:
         raise NoModel(
             f"no model could be loaded, and {needs}; install the small model "
-            "(pip install 'plancontracts[small-model]') or give --model"
+            "(pip install 'plancontracts[small-model]'), give --model, or give --server"
         )
     return writer

@@ -13,7 +13,9 @@ candidates are tried in this order, and each step taken is said in one line:
 6. none: the caller falls back to the pattern planner, which always works.
 
 A candidate that is missing, not a GGUF file, or fails to load is reported
-and the next one is tried. Nothing here downloads at import time.
+and the next one is tried. Nothing here downloads at import time. A model
+server (`--server`, or `PLANCONTRACTS_SERVER` without an explicit model)
+comes before all of these: `runtime.model.generation.load_first_model`.
 """
 
 from __future__ import annotations
@@ -28,14 +30,18 @@ from ..core.errors import PlanContractsError
 __all__ = [
     "DEFAULT_MODEL",
     "PACKAGED_MODEL",
+    "SERVER_VARIABLE",
     "HubFile",
     "ModelCandidate",
     "NotAModel",
     "candidates",
     "check_gguf",
+    "chosen_server",
 ]
 
 ENVIRONMENT_VARIABLE = "PLANCONTRACTS_MODEL"
+SERVER_VARIABLE = "PLANCONTRACTS_SERVER"
+"The environment variable naming a model server, as `--server` does (runtime.model.served)."
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,23 @@ class ModelCandidate:
     path: Path
     source: str
     "How it was found, for the one-line report: `--model`, `PLANCONTRACTS_MODEL`, ..."
+
+
+def chosen_server(
+    requested: str | None, server: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[str, str] | None:
+    """The model server the resolution order picks, and where it was named; None for none.
+
+    An explicit server (`server`, from `--server`) comes first, then an
+    explicit model (`requested`), then `PLANCONTRACTS_SERVER`.
+    """
+    environ = os.environ if environ is None else environ
+    if server:
+        return server, "--server"
+    from_environment = environ.get(SERVER_VARIABLE, "")
+    if from_environment and not requested:
+        return from_environment, SERVER_VARIABLE
+    return None
 
 
 def check_gguf(path: Path) -> None:

@@ -27,7 +27,7 @@ from ..cli.base import (
     say,
     to_stderr,
 )
-from ..cli.extras import require_extra
+from ..cli.extras import require_extra, writer_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, texts, unreadable
 from ..cli.options import (
     DEFAULT_MAX_BYTES,
@@ -36,6 +36,7 @@ from ..cli.options import (
     add_max_bytes,
     add_model_options,
     bounded_int,
+    model_options,
 )
 from ..cli.reports import violations_as_json
 from ..cli.signals import run_trio
@@ -145,7 +146,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _think(args: argparse.Namespace, out: Output) -> int:
-    require_extra("model", "think")
+    require_extra(writer_extra(args), "think")
     from ..model.generation import GenerationFailed, NoModel
     from .thinking import Thinker
 
@@ -170,7 +171,7 @@ def _think(args: argparse.Namespace, out: Output) -> int:
                 continue
         if thinker is None:
             try:
-                thinker = Thinker.start(args.model, download=not args.no_download)
+                thinker = Thinker.start(**model_options(args))
             except NoModel as error:
                 say(str(error))
                 return EXIT_INVALID

@@ -18,10 +18,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...generated.planning_blocks import PlanningBlock
-from ..model.chat import render_chat
-from ..model.generation import ModelWriter, load_model, say_on_stderr
+from ..model.generation import load_model, say_on_stderr
+from ..model.writer import Writer
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -32,6 +33,9 @@ from .mechanics import (
 )
 from .profiles import block_profile
 from .prompts import planning_messages
+
+if TYPE_CHECKING:
+    from ..model.served import ServerSettings
 
 __all__ = ["Thinker", "Thought"]
 
@@ -62,7 +66,7 @@ class Thought:
 class Thinker:
     """Writes planning blocks with one loaded model."""
 
-    writer: ModelWriter
+    writer: Writer
     say: Callable[[str], None] = say_on_stderr
 
     @classmethod
@@ -71,14 +75,19 @@ class Thinker:
         requested: str | None = None,
         *,
         download: bool = True,
+        server: ServerSettings | None = None,
+        gpu_layers: int | None = None,
         say: Callable[[str], None] = say_on_stderr,
     ) -> Thinker:
-        """Load the first model of the resolution order that loads, saying each step.
+        """The first writer of the resolution order that works (`load_model`), each step said.
 
         Raises NoModel when none does.
         """
         needs = "planning blocks need one"
-        return cls(load_model(requested, needs=needs, download=download, say=say), say)
+        writer = load_model(
+            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
+        )
+        return cls(writer, say)
 
     async def think(
         self,
@@ -103,25 +112,26 @@ class Thinker:
             raise ValueError("the situation is empty")
         scores = dict(abilities or dict.fromkeys(ABILITIES, AVERAGE_SCORE))
         profile = block_profile(mode, abilities=scores)
-        template = self.writer.chat_template
         decided = check = None
         if profile.check_schema is not None:
-            prompt = render_chat(
-                planning_messages(text, mode), template, answer="Planning check JSON"
-            )
-            decided = await self.writer.write_in_thread(
-                prompt, profile.check_schema, max_tokens=CHECK_TOKENS, seed=seed
+            decided = await self.writer.write_chat(
+                planning_messages(text, mode),
+                profile.check_schema,
+                answer="Planning check JSON",
+                max_tokens=CHECK_TOKENS,
+                seed=seed,
             )
             rng = random.Random(seed)
             check = roll_check(
                 decided["stat_used"], scores[decided["stat_used"]], decided["dc"], rng
             )
             self.say(f"think: {check.describe()}")
-        prompt = render_chat(
-            planning_messages(text, mode, check=check), template, answer="Planning block JSON"
-        )
-        document = await self.writer.write_in_thread(
-            prompt, profile.schema, max_tokens=BLOCK_TOKENS, seed=seed
+        document = await self.writer.write_chat(
+            planning_messages(text, mode, check=check),
+            profile.schema,
+            answer="Planning block JSON",
+            max_tokens=BLOCK_TOKENS,
+            seed=seed,
         )
         block = profile.to_block(document, decided=decided, check=check)
         return Thought(block, mode, check, text)

@@ -24,8 +24,14 @@ from ..cli.base import (
     say,
 )
 from ..cli.calls import NoCall, outcome, read_call, run_calls
-from ..cli.extras import require_extra
-from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
+from ..cli.extras import require_extra, writer_extra
+from ..cli.options import (
+    RulesOption,
+    add_max_bytes,
+    add_model_options,
+    bounded_int,
+    model_options,
+)
 from ..cli.signals import run_trio
 from ..core.errors import Violation
 from ..core.tools import ToolValidationError
@@ -129,7 +135,7 @@ def _refused(session: Session, tool: str | None, message: str) -> CallResult:
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
-    require_extra("model", "session drive")
+    require_extra(writer_extra(args), "session drive")
     from ..model.generation import GenerationFailed, NoModel
     from .drive import Drive, Driver, ToolCall, checked_objective
 
@@ -138,7 +144,7 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     try:
-        driver = Driver.start(args.model, download=not args.no_download)
+        driver = Driver.start(**model_options(args))
     except NoModel as error:
         say(str(error))
         return EXIT_INVALID

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...generated import SESSION_SETUP_PLAN
 from ...generated.session_plans import SessionPlan
@@ -36,14 +36,18 @@ from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug, every_field
 from ..core.schema_text import display_pattern
 from ..core.tools import Tool, ToolValidationError
 from ..core.validation import convert
-from ..model.chat import Message, render_chat
-from ..model.generation import ModelWriter, load_model, say_on_stderr
+from ..model.chat import Message
+from ..model.generation import load_model, say_on_stderr
+from ..model.writer import Writer
 from .handlers import HANDLERS
 from .prompt import PlanningStrategy, planning_section
 from .rules import UPDATE_STEP_RULES
 from .session import CallResult, Session
 from .steps import MAX_OBJECTIVE, id_pattern
 from .tools import TOOLS
+
+if TYPE_CHECKING:
+    from ..model.served import ServerSettings
 
 __all__ = [
     "CALL_BOUNDS",
@@ -247,7 +251,7 @@ def _shown(plan: SessionPlan | None) -> str:
 class Driver:
     """Keeps session plans with one loaded model."""
 
-    writer: ModelWriter
+    writer: Writer
     say: Callable[[str], None] = say_on_stderr
 
     @classmethod
@@ -256,14 +260,19 @@ class Driver:
         requested: str | None = None,
         *,
         download: bool = True,
+        server: ServerSettings | None = None,
+        gpu_layers: int | None = None,
         say: Callable[[str], None] = say_on_stderr,
     ) -> Driver:
-        """Load the first model of the resolution order that loads, saying each step.
+        """The first writer of the resolution order that works (`load_model`), each step said.
 
         Raises NoModel when none does.
         """
         needs = "a drive needs one"
-        return cls(load_model(requested, needs=needs, download=download, say=say), say)
+        writer = load_model(
+            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
+        )
+        return cls(writer, say)
 
     async def drive(
         self,
@@ -289,13 +298,15 @@ class Driver:
         if max_calls < 1:
             raise ValueError(f"a drive makes at least 1 call, not {max_calls}")
         drive = drive if drive is not None else Drive(objective)
-        template = self.writer.chat_template
         while len(drive.calls) < max_calls and not drive.completed:
             plan = drive.session.latest
             messages = drive_messages(objective, drive.calls, plan, strategy)
-            prompt = render_chat(messages, template, answer="Tool call JSON")
-            written = await self.writer.write_in_thread(
-                prompt, call_profile(plan, objective), max_tokens=CALL_TOKENS, seed=seed
+            written = await self.writer.write_chat(
+                messages,
+                call_profile(plan, objective),
+                answer="Tool call JSON",
+                max_tokens=CALL_TOKENS,
+                seed=seed,
             )
             call = _made(drive.session, written["tool"], written["arguments"])
             drive.calls.append(call)

@@ -53,7 +53,7 @@ from functools import cache, partial
 from importlib.resources import files
 from itertools import combinations
 from string import Template
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ...generated import (
     STORY_ACT_OUTLINE,
@@ -72,10 +72,14 @@ from ..core.errors import ContractError
 from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug
 from ..core.tools import Tool
 from ..core.validation import convert
-from ..model.chat import Message, render_chat
+from ..model.chat import Message
 from ..model.generation import load_model, say_on_stderr
+from ..model.writer import Writer
 from .session import CallResult, Session
 from .tools import TOOLS
+
+if TYPE_CHECKING:
+    from ..model.served import ServerSettings
 
 __all__ = [
     "BUILD_BOUNDS",
@@ -121,17 +125,6 @@ SPARE_CALLS = 4
 "Calls a build has beyond its pipeline by default, for refusals and repairs."
 VIOLATIONS_SHOWN = 5
 "Violations of a refused package the model reads, at most."
-
-
-class Writer(Protocol):
-    """What writes a call's JSON under a profile: a loaded model (`ModelWriter`)."""
-
-    @property
-    def chat_template(self) -> str | None: ...
-
-    async def write_in_thread(
-        self, prompt: str, schema: dict[str, Any], *, max_tokens: int, seed: int | None
-    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -693,14 +686,19 @@ class Builder:
         requested: str | None = None,
         *,
         download: bool = True,
+        server: ServerSettings | None = None,
+        gpu_layers: int | None = None,
         say: Callable[[str], None] = say_on_stderr,
     ) -> Builder:
-        """Load the first model of the resolution order that loads, saying each step.
+        """The first writer of the resolution order that works (`load_model`), each step said.
 
         Raises NoModel when none does.
         """
         needs = "a story build needs one"
-        return cls(load_model(requested, needs=needs, download=download, say=say), say)
+        writer = load_model(
+            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
+        )
+        return cls(writer, say)
 
     async def build(
         self,
@@ -773,9 +771,8 @@ class Builder:
         if step.written:
             messages = build_messages(build.premise, step, build.session.draft, refused)
             answer = "Arguments JSON" if len(step.choices) == 1 else "Tool call JSON"
-            prompt = render_chat(messages, self.writer.chat_template, answer=answer)
-            written = await self.writer.write_in_thread(
-                prompt, step.profile, max_tokens=CALL_TOKENS, seed=seed
+            written = await self.writer.write_chat(
+                messages, step.profile, answer=answer, max_tokens=CALL_TOKENS, seed=seed
             )
         tool, arguments = step.call(written)
         try:

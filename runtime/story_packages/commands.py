@@ -28,9 +28,15 @@ from ...generated import STORY_PACKAGE
 from ...generated.story_packages import StoryPackage
 from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label, reason, say
 from ..cli.calls import NoCall, outcome, read_call, run_calls
-from ..cli.extras import require_extra
+from ..cli.extras import require_extra, writer_extra
 from ..cli.inputs import opened, read_at_most, stdin_at_most_once, unreadable
-from ..cli.options import RulesOption, add_max_bytes, add_model_options, bounded_int
+from ..cli.options import (
+    RulesOption,
+    add_max_bytes,
+    add_model_options,
+    bounded_int,
+    model_options,
+)
 from ..cli.signals import run_trio
 from ..core.errors import MAX_VIOLATIONS, ContractError, Violation, shown
 from ..core.rules import Rules
@@ -295,7 +301,7 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _build(args: argparse.Namespace, out: Output) -> int:
-    require_extra("model", "story build")
+    require_extra(writer_extra(args), "story build")
     from ..model.generation import GenerationFailed, NoModel
     from .build import Builder, ToolCall, checked_premise
 
@@ -314,7 +320,7 @@ def _build(args: argparse.Namespace, out: Output) -> int:
                 raise UsageError(str(error)) from None
         session = Session(store=store, packages=args.out)
         try:
-            builder = Builder.start(args.model, download=not args.no_download)
+            builder = Builder.start(**model_options(args))
         except NoModel as error:
             say(str(error))
             return EXIT_INVALID

@@ -26,7 +26,7 @@ from ..cli.base import (
     standard_input,
     to_stderr,
 )
-from ..cli.extras import require_extra
+from ..cli.extras import require_extra, writer_extra
 from ..cli.inputs import opened, read_at_most, standard_lines, stdin_at_most_once, texts, unreadable
 from ..cli.options import (
     DEFAULT_MAX_BYTES,
@@ -35,6 +35,7 @@ from ..cli.options import (
     add_model_options,
     add_skill_options,
     bounded_int,
+    model_options,
     positive_int,
     seconds,
 )
@@ -174,7 +175,7 @@ def _read_plan(name: str) -> Plan | Violations:
 
 
 def _plan(args: argparse.Namespace, out: Output) -> int:
-    require_extra("model", "plan")
+    require_extra(writer_extra(args), "plan")
     stdin_at_most_once(args.inputs)
     for text in args.inputs:
         if not text.strip():
@@ -183,6 +184,9 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("--log records executed plans: give --execute too")
     with _attempt_log(args.log) as log:
         planner = _planner(args)
+        if not args.execute and _served(planner):
+            run_trio(partial(_plan_at_once, planner, texts(args.inputs), args, out))
+            return EXIT_OK
         for player_input in texts(args.inputs):
             if args.execute:
                 turn, _ = _turn(planner, player_input, args, out, state={}, log=log)
@@ -195,8 +199,53 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _served(planner: Any) -> bool:
+    from ..model.served import ServedModel
+
+    return isinstance(planner.writer, ServedModel)
+
+
+async def _plan_at_once(
+    planner: Any, inputs: Iterator[str], args: argparse.Namespace, out: Output
+) -> None:
+    """Plan `inputs` concurrently against a model server; print each plan in input order.
+
+    The server's pool (`--in-flight`) bounds the requests out at once; the
+    inputs read ahead are bounded too (twice as many), so a long stdin is
+    never read whole into memory. A plan is printed as soon as it and every
+    plan before it are done.
+    """
+    import trio
+
+    ahead = trio.Semaphore(2 * args.in_flight)
+    done: dict[int, Plan] = {}
+    printed = 0
+
+    async def plan_one(index: int, player_input: str) -> None:
+        nonlocal printed
+        try:
+            done[index] = await planner.plan(player_input, seed=args.seed)
+        finally:
+            ahead.release()
+        while printed in done:
+            out.write(msgspec.json.encode(done.pop(printed)).decode() + "\n")
+            printed += 1
+        out.flush()
+
+    async with trio.open_nursery() as nursery:
+        index = 0
+        while True:
+            await ahead.acquire()
+            # Read in a thread: a terminal's next line may take long to come.
+            player_input = await trio.to_thread.run_sync(next, inputs, None, abandon_on_cancel=True)
+            if player_input is None:
+                return
+            nursery.start_soon(plan_one, index, player_input)
+            index += 1
+
+
 def _play(args: argparse.Namespace, out: Output) -> int:
-    require_extra("model", "play")
+    require_extra(writer_extra(args), "play")
     standard_input()  # closed: say so before the model loads
     with _attempt_log(args.log) as log:
         return _play_with(args, out, log)
@@ -306,7 +355,7 @@ def _attempt_log(name: str | None) -> Iterator[AttemptLog | None]:
 def _planner(args: argparse.Namespace) -> Any:
     from .planner import Planner
 
-    return Planner.start(args.model, download=not args.no_download, skills=_skills(args))
+    return Planner.start(**model_options(args), skills=_skills(args))
 
 
 def _skills(args: argparse.Namespace) -> SkillSet:

@@ -15,29 +15,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...generated.tool_plans import Plan
 from ..engine.skills import SkillSet, bundled_skills
-from ..model.chat import render_chat
-from ..model.generation import (
-    GenerationFailed,
-    ModelWriter,
-    load_first_model,
-    say_on_stderr,
-)
+from ..model.generation import GenerationFailed, load_first_model, say_on_stderr
+from ..model.writer import Writer
 from .pattern_planner import pattern_plan
 from .profiles import plan_profile
 from .prompts import narrator_messages
 
+if TYPE_CHECKING:
+    from ..model.served import ServerSettings
+
 __all__ = ["Planner"]
+
+PLAN_TOKENS = 512
+"Most tokens the model writes for a plan: the longest plan the profile allows fits."
 
 
 @dataclass
 class Planner:
     """Plans player input with one loaded model, or with patterns when there is none."""
 
-    writer: ModelWriter | None
+    writer: Writer | None
     skills: SkillSet
     say: Callable[[str], None] = say_on_stderr
 
@@ -47,12 +48,19 @@ class Planner:
         requested: str | None = None,
         *,
         download: bool = True,
+        server: ServerSettings | None = None,
+        gpu_layers: int | None = None,
         skills: SkillSet | None = None,
         say: Callable[[str], None] = say_on_stderr,
     ) -> Planner:
-        """Load the first model of the resolution order that loads, saying each step."""
+        """The first writer of the resolution order that works (`load_first_model`), each step said.
+
+        Raises NoModel when a server was asked for and does not answer.
+        """
         skills = bundled_skills() if skills is None else skills
-        writer = load_first_model(requested, download=download, say=say)
+        writer = load_first_model(
+            requested, download=download, server=server, gpu_layers=gpu_layers, say=say
+        )
         if writer is None:
             say("planner: no model; planning with patterns")
         return cls(writer, skills, say)
@@ -81,9 +89,10 @@ class Planner:
             messages = narrator_messages(
                 player_input, self.skills, disabled=off, state=state, failures=failures
             )
-            prompt = render_chat(messages, self.writer.chat_template)
             try:
-                document = await self.writer.write_in_thread(prompt, profile.schema, seed=seed)
+                document = await self.writer.write_chat(
+                    messages, profile.schema, answer="Plan JSON", max_tokens=PLAN_TOKENS, seed=seed
+                )
             except GenerationFailed as failure:
                 self.say(f"planner: the model failed ({failure}); planning with patterns")
             else:

@@ -1,0 +1,409 @@
+"""A model behind an OpenAI-compatible server, written to like the local one.
+
+    served = ServedModel.connect(ServerSettings("http://127.0.0.1:8080"))   # once
+    document = await served.write_chat(messages, profile.schema, answer="Plan JSON",
+                                       max_tokens=512, seed=None)
+
+The same decoding profile the local model decodes under is sent as the
+server's structured-output constraint: `response_format` of type
+`json_schema` (vLLM, llama.cpp's llama-server, OpenAI), or of type
+`json_object` with the schema beside it (llama-cpp-python's server). A server
+may ignore a constraint, or fail to turn it into a grammar and fall back to
+any JSON without saying so, so every answer is checked against the profile:
+one that does not pass is refused and counted (`ServedModel.counts`), never
+returned.
+
+Requests go through httpx's async client, which runs under trio. Each has a
+deadline; 408, 429, 502, 503 and 504 answers and failed connections are
+tried again, at most `retries` times, a 500 once, after the wait the server
+asks for (`Retry-After`) or an exponential backoff. Cancelling a call closes
+its connection, which tells the server to stop. At most `in_flight` requests
+are out at once per trio run: a call beyond that waits for a place, it never
+fails for want of one.
+
+The API key is read from `PLANCONTRACTS_API_KEY` only (never from an
+option, so it stays out of shell history and process lists) and is never
+said, logged or shown in an error. Nothing is read from proxy variables:
+requests go to the address given, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import trio
+
+from ..core.plain_text import one_line
+from .chat import Message
+from .generation import GenerationFailed, NoModel, say_on_stderr
+
+__all__ = [
+    "API_KEY_VARIABLE",
+    "RESPONSE_FORMATS",
+    "AnswerRefused",
+    "Counts",
+    "ServedModel",
+    "ServerFailed",
+    "ServerSettings",
+    "api_base",
+]
+
+API_KEY_VARIABLE = "PLANCONTRACTS_API_KEY"
+"The environment variable holding the server's API key, sent as a bearer token."
+RESPONSE_FORMATS = ("json_schema", "json_object")
+"How the profile is sent: OpenAI's `json_schema` shape, or `json_object` with a `schema`."
+ResponseFormat = Literal["json_schema", "json_object"]
+
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"The largest answer read from a server; a longer one is a failed request, not read further."
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+MAX_WAIT = 60.0
+"The longest wait before trying again, whatever `Retry-After` asks."
+CONNECT_SECONDS = 10.0
+SHOWN_CHARACTERS = 200
+
+
+class ServerFailed(GenerationFailed):
+    """The server gave no answer to use: unreachable, too slow, or an error status."""
+
+
+class AnswerRefused(GenerationFailed):
+    """The server answered with a document the profile does not accept; it is not used."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where the model server is and how it is asked."""
+
+    url: str | None = None
+    "The server's address, with or without its `/v1`; None: `PLANCONTRACTS_SERVER`, if set."
+    model: str | None = None
+    "The served model's name; None: the first one the server lists."
+    in_flight: int = 4
+    "Most requests out at once in a trio run; more wait for a place."
+    timeout: float = 300.0
+    "Seconds one request may take, its whole answer included."
+    retries: int = 3
+    "Most times a request is tried again after a 408, 429 or 5xx answer or a failed connection."
+    response_format: ResponseFormat = "json_schema"
+    "How the profile is sent (`RESPONSE_FORMATS`)."
+    backoff: float = 0.5
+    "Seconds before the first retry when the server does not say; doubled for each next one."
+
+
+@dataclass
+class Counts:
+    """What a served model has done so far."""
+
+    requests: int = 0
+    "Requests sent, retries included."
+    retried: int = 0
+    "Requests sent again after a failure."
+    answers: int = 0
+    "Documents the server answered with."
+    refused: int = 0
+    "Of them, those the profile did not accept: refused, never used."
+
+
+def api_base(url: str) -> str:
+    """The address requests are made under: `url` without a trailing `/`, ending in `/v1`.
+
+    Raises ValueError for an address that is not http or https with a host.
+    """
+    import httpx
+
+    try:
+        parsed = httpx.URL(url.strip())
+    except (httpx.InvalidURL, TypeError) as error:
+        raise ValueError(f"not a server address: {url!r} ({error})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"not an http or https server address: {url!r}")
+    if parsed.query or parsed.fragment:
+        raise ValueError(f"a server address has no query or fragment: {url!r}")
+    base = str(parsed.copy_with(path=parsed.path.rstrip("/"))).rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+@dataclass
+class ServedModel:
+    """A model on an OpenAI-compatible server, and how this process asks it."""
+
+    base: str
+    "The API's address, ending in `/v1`."
+    model: str
+    settings: ServerSettings
+    counts: Counts = field(default_factory=Counts)
+    _headers: dict[str, str] = field(default_factory=dict, repr=False)
+    _ssl: ssl.SSLContext | None = field(default=None, repr=False)
+    _run: object = field(default=None, repr=False)
+    _pool: trio.CapacityLimiter | None = field(default=None, repr=False)
+
+    @classmethod
+    def connect(
+        cls,
+        settings: ServerSettings,
+        *,
+        url: str | None = None,
+        source: str = "--server",
+        environ: Mapping[str, str] | None = None,
+        say: Callable[[str], None] = say_on_stderr,
+    ) -> ServedModel:
+        """Ask the server at `url` (default `settings.url`) which models it serves, and pick one.
+
+        `source` says where the address came from, in the line said and in
+        errors. Raises NoModel, in one line, when the address is not one,
+        the server does not answer, or it does not serve `settings.model`.
+        """
+        import httpx
+
+        environ = os.environ if environ is None else environ
+        address = url or settings.url or ""
+        try:
+            base = api_base(address)
+        except ValueError as error:
+            raise NoModel(f"{error} ({source})") from None
+        key = environ.get(API_KEY_VARIABLE, "")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        served = cls(base, settings.model or "", settings, _headers=headers)
+        try:
+            with (
+                httpx.Client(
+                    timeout=min(CONNECT_SECONDS, settings.timeout),
+                    trust_env=False,
+                    verify=served._context(),
+                ) as client,
+                client.stream("GET", f"{base}/models", headers=headers) as response,
+            ):
+                body = _bounded(response.iter_bytes())
+                status = response.status_code
+        except (httpx.HTTPError, _TooLong) as error:
+            why = _why(error)
+            raise NoModel(f"the model server {base} ({source}) does not answer: {why}") from None
+        if status != 200:
+            raise NoModel(
+                f"the model server {base} ({source}) answered HTTP {status} to GET /v1/models: "
+                f"{_shown(body)}"
+            )
+        names = _model_names(body)
+        if settings.model is None:
+            if not names:
+                raise NoModel(f"the model server {base} ({source}) lists no model at /v1/models")
+            served.model = names[0]
+        elif names and settings.model not in names:
+            raise NoModel(
+                f"the model server {base} ({source}) does not serve {settings.model!r}: "
+                f"it lists {', '.join(repr(name) for name in names[:5])}"
+            )
+        say(f"model: {served.model} served at {base} ({source})")
+        return served
+
+    @property
+    def description(self) -> str:
+        return f"{self.model} at {self.base}"
+
+    async def write_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str = "Plan JSON",
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """A JSON object that `schema` accepts, from the server, for chat `messages`.
+
+        `answer` is unused (the server applies its model's chat template);
+        `max_tokens` 0 sends no limit. Waits for a place when `in_flight`
+        requests are out. Raises ServerFailed when no answer came (after the
+        retries), AnswerRefused when the answer is not such an object.
+        """
+        from jsonschema import Draft202012Validator
+
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "response_format": self._response_format(schema),
+            "stream": False,
+        }
+        if max_tokens > 0:
+            body["max_tokens"] = max_tokens
+        if seed is not None:
+            body["seed"] = seed
+        async with self._limiter():
+            reply = await self._post(json.dumps(body).encode())
+        text, finish = _choice(reply)
+        self.counts.answers += 1
+        try:
+            document = json.loads(text)
+        except (ValueError, RecursionError):
+            document = None
+        if isinstance(document, dict) and Draft202012Validator(schema).is_valid(document):
+            return document
+        self.counts.refused += 1
+        cut = f"cut at {max_tokens} tokens; " if finish == "length" else ""
+        raise AnswerRefused(
+            f"the server's answer does not satisfy the decoding schema ({cut}refused: "
+            f"{self.counts.refused} of {self.counts.answers} answers so far): {_shown(text)}"
+        )
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.settings.response_format == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "profile", "schema": schema}}
+
+    def _limiter(self) -> trio.CapacityLimiter:
+        """The pool of places for requests in the current trio run (a limiter is one run's)."""
+        run = trio.lowlevel.current_trio_token()
+        if self._pool is None or self._run is not run:
+            self._run, self._pool = run, trio.CapacityLimiter(self.settings.in_flight)
+        return self._pool
+
+    def _context(self) -> ssl.SSLContext:
+        """One TLS context for every request: building one reads the CA bundle (milliseconds)."""
+        if self._ssl is None:
+            import certifi
+
+            self._ssl = ssl.create_default_context(cafile=certifi.where())
+        return self._ssl
+
+    async def _post(self, content: bytes) -> Any:
+        """POST `content` to /chat/completions, trying again as the settings allow; the reply."""
+        import httpx
+
+        settings = self.settings
+        url = f"{self.base}/chat/completions"
+        headers = {**self._headers, "Content-Type": "application/json"}
+        timeout = httpx.Timeout(settings.timeout, connect=min(CONNECT_SECONDS, settings.timeout))
+        for attempt in range(settings.retries + 1):
+            self.counts.requests += 1
+            wait: float | None = None
+            try:
+                with trio.fail_after(settings.timeout):
+                    async with (
+                        httpx.AsyncClient(
+                            timeout=timeout, trust_env=False, verify=self._context()
+                        ) as client,
+                        client.stream("POST", url, content=content, headers=headers) as response,
+                    ):
+                        body = await _bounded_async(response.aiter_bytes())
+                        status = response.status_code
+                        asked = response.headers.get("retry-after")
+            except (trio.TooSlowError, httpx.TimeoutException):
+                raise ServerFailed(
+                    f"the model server {self.base} gave no answer within {settings.timeout:g} s"
+                ) from None
+            except _TooLong as error:
+                raise ServerFailed(f"the model server {self.base} {error}") from None
+            except httpx.HTTPError as error:
+                problem = _why(error)
+            else:
+                if status == 200:
+                    try:
+                        return json.loads(body)
+                    except (ValueError, RecursionError):
+                        raise ServerFailed(
+                            f"the model server {self.base} answered with no JSON: {_shown(body)}"
+                        ) from None
+                problem = f"HTTP {status}: {_shown(body)}"
+                if b"response_format" in body and self.settings.response_format == "json_schema":
+                    problem += " (llama-cpp-python's server takes the json_object response format)"
+                # A 500 is a crash or, for some servers, a refused request (llama-cpp-python's
+                # and some vLLM releases' validation errors), which no other try mends: one more.
+                if status not in RETRIED_STATUSES or (status == 500 and attempt > 0):
+                    raise ServerFailed(f"the model server {self.base} answered {problem}")
+                wait = _retry_after(asked)
+            if attempt == settings.retries:
+                tries = f"{attempt + 1} tries" if attempt else "1 try"
+                raise ServerFailed(f"the model server {self.base} failed {tries}: {problem}")
+            self.counts.retried += 1
+            if wait is None:
+                wait = settings.backoff * 2**attempt * (1 + random.random() / 2)
+            await trio.sleep(min(wait, MAX_WAIT))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _TooLong(Exception):
+    def __str__(self) -> str:
+        return f"answered with more than {MAX_RESPONSE_BYTES} bytes"
+
+
+def _bounded(chunks: Iterator[bytes]) -> bytes:
+    kept = bytearray()
+    for chunk in chunks:
+        kept += chunk
+        if len(kept) > MAX_RESPONSE_BYTES:
+            raise _TooLong
+    return bytes(kept)
+
+
+async def _bounded_async(chunks: AsyncIterator[bytes]) -> bytes:
+    kept = bytearray()
+    async for chunk in chunks:
+        kept += chunk
+        if len(kept) > MAX_RESPONSE_BYTES:
+            raise _TooLong
+    return bytes(kept)
+
+
+def _model_names(body: bytes) -> list[str]:
+    """The model ids of a /v1/models answer; none when it is not one."""
+    try:
+        listed = json.loads(body)
+    except (ValueError, RecursionError):
+        return []
+    data = listed.get("data") if isinstance(listed, dict) else None
+    if not isinstance(data, list):
+        return []
+    ids = (entry.get("id") for entry in data if isinstance(entry, dict))
+    return [name for name in ids if isinstance(name, str)]
+
+
+def _choice(reply: Any) -> tuple[str, str | None]:
+    """The first choice's message text and finish reason; ServerFailed when there is none."""
+    try:
+        choice = reply["choices"][0]
+        text = choice["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        text = None
+    if not isinstance(text, str):
+        raise ServerFailed(f"the model server's answer has no message text: {_shown(reply)}")
+    finish = choice.get("finish_reason")
+    return text, finish if isinstance(finish, str) else None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """The seconds a `Retry-After` header asks to wait (a number or an HTTP date), if it does."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _why(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text[:SHOWN_CHARACTERS]
+
+
+def _shown(value: Any) -> str:
+    """A bounded, one-line, printable view of what a server sent."""
+    if isinstance(value, bytes):
+        value = value[: SHOWN_CHARACTERS * 4].decode("utf-8", "replace")
+    elif not isinstance(value, str):
+        value = json.dumps(value)[: SHOWN_CHARACTERS * 4]
+    text = one_line(value[: SHOWN_CHARACTERS * 4])
+    text = text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
+    return repr(text)  # repr escapes control characters: a terminal shows them, never obeys

@@ -1,0 +1,450 @@
+"""A model server instead of the local model: a stub server that misbehaves on demand.
+
+The stub (local_servers.model_server) answers OpenAI chat requests as each
+test tells it: conforming or not, slow, 429, 500, an answer too large. The
+served model must use only answers the profile accepts, try again only
+where another try can help, keep its requests bounded, and stop a request
+when cancelled. The real server, llama-cpp-python's, is in
+test_served_llama_cpp.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from commands import plancontracts, without_a_model
+from local_servers import A_PLAN, Reply, conforming, model_server, sent_schema, silent_server
+
+from plancontracts import decode
+from plancontracts.runtime.engine.skills import bundled_skills
+from plancontracts.runtime.model.generation import NoModel, load_first_model
+from plancontracts.runtime.model.served import (
+    MAX_RESPONSE_BYTES,
+    AnswerRefused,
+    ServedModel,
+    ServerFailed,
+    ServerSettings,
+    api_base,
+)
+from plancontracts.runtime.tool_plans.planner import Planner
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["answer"],
+    "properties": {"answer": {"enum": ["yes", "no"]}},
+}
+MESSAGES = [{"role": "user", "content": "yes or no?"}]
+ROLL = A_PLAN
+
+
+def connect(url: str, **settings: Any) -> ServedModel:
+    return ServedModel.connect(
+        ServerSettings(url, **{"backoff": 0.01, **settings}), environ={}, say=lambda line: None
+    )
+
+
+def write(served: ServedModel, **options: Any) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        return await served.write_chat(MESSAGES, SCHEMA, **options)
+
+    return trio.run(main)
+
+
+def always(reply: Reply) -> Any:
+    return lambda number, body: reply
+
+
+def test_a_conforming_answer_is_used_and_the_profile_is_sent_as_the_constraint() -> None:
+    with model_server(always(Reply())) as server:
+        served = connect(server.url)
+        assert write(served, max_tokens=64, seed=7) == {"answer": "yes"}
+        object_form = connect(server.url, response_format="json_object")
+        assert write(object_form, max_tokens=0) == {"answer": "yes"}
+    first, second = server.requests
+    assert first["model"] == "stub-model"  # the first model the server lists
+    assert first["messages"] == MESSAGES
+    assert first["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "profile", "schema": SCHEMA},
+    }
+    assert (first["max_tokens"], first["seed"]) == (64, 7)
+    assert second["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "max_tokens" not in second  # 0: what the context leaves
+    assert "seed" not in second
+    assert served.counts.answers == 1
+    assert served.counts.refused == 0
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"answer": "maybe"}', '{"answer": "yes", "extra": 1}', "[1]", "yes", '{"answer": ', ""],
+)
+def test_an_answer_the_profile_does_not_accept_is_refused_and_counted(content: str) -> None:
+    with model_server(always(Reply(content=content))) as server:
+        served = connect(server.url)
+        with pytest.raises(AnswerRefused, match="refused: 1 of 1 answers so far"):
+            write(served)
+        with pytest.raises(AnswerRefused, match="refused: 2 of 2 answers so far"):
+            write(served)
+    assert served.counts.refused == 2
+
+
+def test_a_refused_plan_is_never_used_the_planner_answers_with_patterns() -> None:
+    said: list[str] = []
+    wrong = ROLL.replace("d20", "a hundred sides")  # the formula's pattern refuses it
+    with model_server(always(Reply(content=wrong))) as server:
+        served = connect(server.url)
+        planner = Planner(served, bundled_skills(), say=said.append)
+        plan = trio.run(planner.plan, "I light the torch")
+    assert [tool.tool_path for tool in plan.tools] != ["skills/dice-roller/roll.py"]
+    assert "light.py" in plan.tools[0].tool_path
+    assert any("refused" in line and "planning with patterns" in line for line in said)
+    assert served.counts.refused == 1
+
+
+def test_a_conforming_plan_from_the_server_is_the_plan() -> None:
+    with model_server(always(Reply(content=ROLL))) as server:
+        planner = Planner(connect(server.url), bundled_skills())
+        plan = trio.run(planner.plan, "I roll a die")
+    assert plan.narrative == "You roll the die."
+    assert [tool.input for tool in plan.tools] == [{"formula": "d20"}]
+    assert decode("plan", msgspec.json.encode(plan))
+
+
+def sequence(*replies: Reply) -> Any:
+    """The replies in turn, the last one again for every request after."""
+    return lambda number, body: replies[min(number, len(replies) - 1)]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        Reply(429, headers={"Retry-After": "0"}),
+        Reply(429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}),  # a date gone by
+        Reply(503),
+        Reply(502, content=None, body=b"<html>bad gateway</html>"),
+        Reply(500),
+    ],
+)
+def test_a_busy_or_failing_server_is_tried_again_and_its_answer_used(failure: Reply) -> None:
+    with model_server(sequence(failure, Reply())) as server:
+        served = connect(server.url)
+        assert write(served) == {"answer": "yes"}
+    assert len(server.requests) == 2
+    assert (served.counts.requests, served.counts.retried) == (2, 1)
+
+
+def test_retries_are_bounded() -> None:
+    with model_server(always(Reply(503, content=None, body=b"overloaded"))) as server:
+        served = connect(server.url, retries=2)
+        with pytest.raises(ServerFailed, match="failed 3 tries: HTTP 503: 'overloaded'"):
+            write(served)
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(("status", "sent"), [(400, 1), (401, 1), (404, 1), (500, 2)])
+def test_an_answer_no_other_try_can_mend_is_not_tried_again_or_a_500_only_once(
+    status: int, sent: int
+) -> None:
+    with model_server(always(Reply(status, content=None, body=b"no"))) as server:
+        served = connect(server.url, retries=5)
+        with pytest.raises(ServerFailed, match=f"HTTP {status}"):
+            write(served)
+    assert len(server.requests) == sent
+
+
+def test_a_server_refusing_the_json_schema_form_points_to_the_other_one() -> None:
+    body = b'{"error": "response_format.type: Input should be text or json_object"}'
+    with (
+        model_server(always(Reply(400, content=None, body=body))) as server,
+        pytest.raises(ServerFailed, match="takes the json_object response format"),
+    ):
+        write(connect(server.url))
+
+
+def test_a_slow_server_gets_its_request_closed_at_the_timeout() -> None:
+    with model_server(always(Reply(delay=30))) as server:
+        served = connect(server.url, timeout=0.5)
+        with pytest.raises(ServerFailed, match=r"no answer within 0\.5 s"):
+            write(served)
+    assert server.hung_up == 1  # the timeout closed the connection: the server can stop
+    assert len(server.requests) == 1  # no other try: it would be as slow
+
+
+def test_cancelling_a_request_closes_its_connection() -> None:
+    with model_server(always(Reply(delay=30))) as server:
+        served = connect(server.url)
+
+        async def main() -> None:
+            with trio.move_on_after(0.5):
+                await served.write_chat(MESSAGES, SCHEMA)
+                raise AssertionError("the request was not cancelled")
+
+        trio.run(main)
+    assert server.hung_up == 1
+
+
+def test_an_answer_too_large_is_not_read_whole() -> None:
+    huge = Reply(content=None, body=b"[" + b" " * (MAX_RESPONSE_BYTES + 1))
+    with (
+        model_server(always(huge)) as server,
+        pytest.raises(ServerFailed, match="answered with more than"),
+    ):
+        write(connect(server.url))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b'{"choices": []}',
+        b'{"choices": [{"message": {"content": 1}}]}',
+        b"[" * 100_000,
+    ],
+)
+def test_an_answer_that_is_no_chat_completion_fails_in_one_line(body: bytes) -> None:
+    with (
+        model_server(always(Reply(content=None, body=body))) as server,
+        pytest.raises(ServerFailed) as failure,
+    ):
+        write(connect(server.url))
+    assert "\n" not in str(failure.value)
+    assert len(str(failure.value)) < 400
+
+
+def test_requests_beyond_the_pool_wait_for_a_place_and_none_fails() -> None:
+    with model_server(always(Reply(delay=0.3))) as server:
+        served = connect(server.url, in_flight=2)
+        answers: list[dict[str, Any]] = []
+
+        async def main() -> None:
+            async def one() -> None:
+                answers.append(await served.write_chat(MESSAGES, SCHEMA))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(6):
+                    nursery.start_soon(one)
+
+        trio.run(main)
+    assert answers == [{"answer": "yes"}] * 6
+    assert server.most_at_once == 2
+
+
+def test_many_sessions_share_one_server() -> None:
+    with model_server(always(Reply(content=ROLL, delay=0.2))) as server:
+        planner = Planner(connect(server.url, in_flight=4), bundled_skills())
+        plans: list[Any] = []
+
+        async def main() -> None:
+            async def session(number: int) -> None:
+                for turn in range(2):
+                    plan = await planner.plan(f"player {number} rolls, turn {turn}")
+                    plans.append(plan)
+
+            async with trio.open_nursery() as nursery:
+                for number in range(8):
+                    nursery.start_soon(session, number)
+
+        trio.run(main)
+    assert len(plans) == 16
+    assert all(plan.narrative == "You roll the die." for plan in plans)
+    assert server.most_at_once == 4
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1"),
+        ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1"),
+        ("http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/v1"),
+        ("https://models.example/api/v1", "https://models.example/api/v1"),
+    ],
+)
+def test_a_server_address_is_taken_with_or_without_its_v1(address: str, expected: str) -> None:
+    assert api_base(address) == expected
+
+
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1:8080", "ftp://host/", "http://", "http://host/v1?key=1", "http://[::1"]
+)
+def test_what_is_no_server_address_is_refused(address: str) -> None:
+    with pytest.raises(ValueError, match="address"):
+        api_base(address)
+
+
+def test_the_resolution_order_an_explicit_server_first_then_the_model_then_the_environment() -> (
+    None
+):
+    said: list[str] = []
+    with model_server(always(Reply()), models=["a", "b"]) as server:
+        environment = {"PLANCONTRACTS_SERVER": server.url}
+        explicit = load_first_model(
+            "no-such-model", server=ServerSettings(server.url, model="b"), say=said.append
+        )
+        from_environment = load_first_model(None, environ=environment, say=said.append)
+    assert isinstance(explicit, ServedModel)
+    assert explicit.model == "b"
+    assert said[0] == f"model: b served at {server.url}/v1 (--server)"
+    assert isinstance(from_environment, ServedModel)
+    assert from_environment.model == "a"
+    assert said[1] == f"model: a served at {server.url}/v1 (PLANCONTRACTS_SERVER)"
+
+
+def test_a_server_that_does_not_answer_or_serve_the_model_is_said_in_one_line() -> None:
+    with silent_server() as (address, _), pytest.raises(NoModel, match="does not answer"):
+        ServedModel.connect(ServerSettings(f"http://{address}", timeout=0.5), environ={})
+    with (
+        model_server(always(Reply()), models=["a"]) as server,
+        pytest.raises(NoModel, match="does not serve 'b': it lists 'a'"),
+    ):
+        ServedModel.connect(ServerSettings(server.url, model="b"), environ={})
+
+
+# The command line ---------------------------------------------------------------
+
+
+@pytest.fixture
+def environment() -> Iterator[dict[str, str]]:
+    """os.environ for the commands these tests start, restored after."""
+    saved = dict(os.environ)
+    yield os.environ  # type: ignore[misc]
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_plan_with_a_server_prints_the_servers_plan(environment: dict[str, str]) -> None:
+    environment["PLANCONTRACTS_API_KEY"] = "sk-secret-key"
+    with model_server(always(Reply(content=ROLL))) as server:
+        done = plancontracts("plan", "--server", server.url, "--no-download", "I roll a die")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["narrative"] == "You roll the die."
+    assert server.authorizations == ["Bearer sk-secret-key"]
+    assert "sk-secret-key" not in done.stdout + done.stderr  # said nowhere
+    assert f"served at {server.url}/v1 (--server)" in done.stderr
+
+
+def test_the_environment_names_the_server_and_an_explicit_model_comes_first(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    with model_server(always(Reply(content=ROLL))) as server:
+        environment["PLANCONTRACTS_SERVER"] = server.url
+        served = plancontracts("plan", "I roll a die")
+        missing = str(tmp_path / "missing.gguf")
+        local = without_a_model("plan", "--model", missing, "I roll a die", hub_cache=tmp_path)
+    assert "(PLANCONTRACTS_SERVER)" in served.stderr
+    assert json.loads(served.stdout)["narrative"] == "You roll the die."
+    assert local.returncode == 0, local.stderr
+    assert "planning with patterns" in local.stderr  # --model came first, and had no model
+    assert len(server.requests) == 1  # the second command never asked the server
+
+
+def test_plan_with_a_server_that_does_not_answer_fails_in_one_line() -> None:
+    with silent_server() as (address, _):
+        server = ("--server", f"http://{address}", "--server-timeout", "0.5")
+        done = plancontracts("plan", *server, "I roll a die")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "error: the model server" in done.stderr
+    assert "does not answer" in done.stderr
+
+
+def test_a_batch_of_plans_runs_at_once_and_prints_in_input_order() -> None:
+    def answer(number: int, body: dict[str, Any]) -> Reply:
+        asked = body["messages"][-1]["content"]
+        first = "input 0" in asked  # answered last: the order printed is the inputs'
+        return Reply(content=ROLL.replace("the die", asked[-7:]), delay=1.0 if first else 0.1)
+
+    inputs = "".join(f"I roll, input {number}\n" for number in range(6))
+    with model_server(answer) as server:
+        done = plancontracts("plan", "--server", server.url, "--in-flight", "3", "-", stdin=inputs)
+    assert done.returncode == 0, done.stderr
+    narratives = [json.loads(line)["narrative"] for line in done.stdout.splitlines()]
+    assert narratives == [f"You roll input {number}." for number in range(6)]
+    assert server.most_at_once == 3
+
+
+# Every generator ------------------------------------------------------------------
+# The stub keeps to the constraint: it answers the simplest document of the
+# schema each request sends, so what the command makes of it is the server's.
+
+
+def test_think_writes_its_check_and_block_with_the_server() -> None:
+    with model_server(conforming) as server:
+        done = plancontracts("think", "--server", server.url, "THINK: the guard blocks the bridge")
+    assert done.returncode == 0, done.stderr
+    assert decode("planning-block", done.stdout.encode())
+    kinds = [sent_schema(body)["required"] for body in server.requests]
+    assert len(kinds) == 2  # the check the code rolls, then the block
+    assert "dc" in kinds[0]
+
+
+def test_session_drive_makes_its_calls_with_the_server() -> None:
+    with model_server(conforming) as server:
+        done = plancontracts(
+            "session", "drive", "--server", server.url, "--max-calls", "2", "tidy the camp"
+        )
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) == 2
+    assert json.loads(done.stdout.splitlines()[-1])["plan"]["objective"] == "tidy the camp"
+
+
+def test_story_build_makes_its_calls_with_the_server(tmp_path: Path) -> None:
+    with model_server(conforming) as server:
+        done = plancontracts(
+            "story",
+            "build",
+            "--server",
+            server.url,
+            "--out",
+            str(tmp_path),
+            "A lighthouse keeper finds a map in a bottle.",
+        )
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) >= 2  # the steps the code cannot fill alone
+    assert '"meta"' in done.stdout.splitlines()[-1]  # the package, finalized
+
+
+def test_goals_plan_writes_its_steps_with_the_server() -> None:
+    with model_server(conforming) as server:
+        done = plancontracts("goals", "plan", "--server", server.url, "cook a hot dinner")
+    assert done.returncode == 0, done.stderr
+    assert decode("goal-plan", done.stdout.encode())
+    assert len(server.requests) == 1
+    assert "fallback" not in done.stderr
+
+
+def test_play_and_plan_execute_run_the_servers_plans(tmp_path: Path) -> None:
+    data = ("--data", str(tmp_path))
+    with model_server(always(Reply(content=ROLL))) as server:
+        played = plancontracts("play", "--server", server.url, *data, stdin="I roll a die\n\n")
+        executed = plancontracts("plan", "--execute", "--server", server.url, *data, "I roll")
+    for done in (played, executed):
+        assert done.returncode == 0, done.stderr
+        assert "You roll the die." in done.stdout
+        assert "1d20 rolled" in done.stderr  # the trace of the plan the server wrote
+    assert len(server.requests) == 2
+
+
+def test_an_address_that_is_none_is_a_usage_error_and_one_from_the_environment_one_line(
+    environment: dict[str, str],
+) -> None:
+    done = plancontracts("plan", "--server", "localhost:8080", "I roll a die")
+    assert done.returncode == 2
+    assert "argument --server: not an http or https server address: 'localhost:8080'" in done.stderr
+    environment["PLANCONTRACTS_SERVER"] = "ftp://models"
+    done = plancontracts("plan", "I roll a die")
+    assert done.returncode == 1
+    assert done.stderr == (
+        "plancontracts: error: not an http or https server address: 'ftp://models' "
+        "(PLANCONTRACTS_SERVER)\n"
+    )
