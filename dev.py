@@ -2,7 +2,7 @@
 
     python3 dev.py demo    # set up, validate the bundled examples, play one narrated turn
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
-    python3 dev.py bench [validation|executor|planning|thinking]   # set up, then run benchmarks
+    python3 dev.py bench [validation|executor|planning|thinking|served]  # set up, run benchmarks
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
                            # constraints.txt, then set up with them
@@ -40,7 +40,7 @@ WHEELHOUSE = ROOT / "build" / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
 TESTS = ROOT / "tests"
 PYTEST_NO_TESTS = 5
-BENCHMARKS = ("validation", "executor", "planning", "thinking")
+BENCHMARKS = ("validation", "executor", "planning", "thinking", "served")
 
 
 def main() -> int:
