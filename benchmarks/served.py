@@ -55,28 +55,13 @@ from typing import IO
 
 import trio
 
+# The planning benchmark's inputs: run as a script, this folder is on the path.
+from planning import INPUTS
+
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model.served import ServedModel, ServerSettings
 from plancontracts.runtime.tool_plans.planner import Planner
 
-INPUTS = [
-    "I light the torch",
-    "I put out the torch before the guards see it",
-    "I examine the ancient door",
-    "I look around the cellar",
-    "I roll to pick the lock",
-    "I roll 2d6+3 to climb the wall",
-    "What do I remember about the old map?",
-    "I recall the name of the innkeeper",
-    "How does the Iron Guild see me now?",
-    "I bow to the queen's envoy to improve my standing",
-    "I knock on the iron door",
-    "I light the torch and examine the door",
-    "I search the chest for a key",
-    "I try to bribe the guard with three silver coins",
-    "I sneak past the sleeping dog",
-    "I ask the blacksmith about the broken sword",
-]
 WARM_UP = "I shout for help"
 "Planned first, and not measured: it evaluates the long system prompt once."
 LEVELS = ((1, 4), (4, 2), (16, 1))
