@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -448,3 +451,27 @@ def test_an_address_that_is_none_is_a_usage_error_and_one_from_the_environment_o
         "plancontracts: error: not an http or https server address: 'ftp://models' "
         "(PLANCONTRACTS_SERVER)\n"
     )
+
+
+@pytest.mark.parametrize("output", ["| head -n 1 >/dev/null", ">/dev/full"])
+def test_plans_at_once_end_as_the_others_do_when_their_output_fails(output: str) -> None:
+    inputs = "".join(f"I roll, input {number}\n" for number in range(40))
+    with model_server(always(Reply(content=ROLL))) as server:
+        command = f"{shlex.quote(sys.executable)} -m plancontracts plan --server {server.url} -"
+        done = subprocess.run(
+            ["bash", "-c", f"{command} {output}"],
+            input=inputs,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+    said = done.stderr.splitlines()
+    assert said[0].endswith("(--server)")
+    if output.startswith("|"):  # the reader has what it wanted: nothing more is said
+        assert said[1:] == []
+    else:
+        assert said[1:] == [
+            "plancontracts: error: cannot write to standard output: no space left on device"
+        ]
+        assert done.returncode == 1

@@ -133,7 +133,8 @@ def run_trio(function: Any) -> Any:
         error: BaseException = group
         while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
             error = error.exceptions[0]
-        raise error from None
+        # Its own cause stays: a StreamError from a broken pipe is told apart by it.
+        raise error from error.__cause__
     finally:
         stop_signals.holding = False
     held, stop_signals.held = stop_signals.held, None
