@@ -76,8 +76,10 @@ class _Builder:
         if kind == "null":
             return st.none()
         if kind == "array" and "prefixItems" in schema:
-            assert schema.get("items") is False, "prefixItems followed by more items"
             prefix = [self.build(item) for item in schema["prefixItems"]]
+            # Nothing may follow the prefix: `"items": false`, or a `maxItems` that says so.
+            closed = schema.get("items") is False or schema.get("maxItems", -1) <= len(prefix)
+            assert closed, "prefixItems followed by more items"
             high = min(schema.get("maxItems", len(prefix)), len(prefix))
             return st.integers(schema.get("minItems", 0), high).flatmap(
                 lambda size: st.tuples(*prefix[:size]).map(list)

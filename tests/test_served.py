@@ -23,7 +23,11 @@ import msgspec
 import pytest
 import trio
 from commands import plancontracts, without_a_model
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 from local_servers import A_PLAN, Reply, conforming, model_server, sent_schema, silent_server
+from schema_strategies import mutated, valid_documents
 
 from plancontracts import decode
 from plancontracts.runtime.engine.skills import bundled_skills
@@ -35,8 +39,10 @@ from plancontracts.runtime.model.served import (
     ServerFailed,
     ServerSettings,
     api_base,
+    portable,
 )
 from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans.profiles import plan_profile
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -475,3 +481,46 @@ def test_plans_at_once_end_as_the_others_do_when_their_output_fails(output: str)
             "plancontracts: error: cannot write to standard output: no space left on device"
         ]
         assert done.returncode == 1
+
+
+# The schema as servers read it ------------------------------------------------------
+
+
+def test_a_tuples_false_items_is_sent_as_its_length() -> None:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "prefixItems": [{}, {}], "items": False},
+            "bounded": {
+                "type": "array",
+                "prefixItems": [{}, {}, {}],
+                "items": False,
+                "maxItems": 1,
+            },
+            "open": {"type": "array", "items": {"type": "integer"}},
+        },
+        "additionalProperties": False,
+    }
+    sent: dict[str, Any] = portable(schema)
+    assert sent["properties"]["pair"] == {"type": "array", "prefixItems": [{}, {}], "maxItems": 2}
+    assert sent["properties"]["bounded"]["maxItems"] == 1
+    assert "items" not in sent["properties"]["bounded"]
+    assert sent["properties"]["open"] == schema["properties"]["open"]
+    assert sent["additionalProperties"] is False
+    assert schema["properties"]["pair"]["items"] is False  # the profile itself is untouched
+
+
+PLAN_PROFILE = plan_profile(bundled_skills()).schema
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_plan_profile_as_sent_accepts_exactly_what_the_profile_accepts(
+    data: st.DataObject,
+) -> None:
+    document = data.draw(valid_documents(PLAN_PROFILE))
+    changed = data.draw(mutated(document))
+    sent = Draft202012Validator(portable(PLAN_PROFILE))
+    profile = Draft202012Validator(PLAN_PROFILE)
+    assert sent.is_valid(document)
+    assert sent.is_valid(changed) == profile.is_valid(changed)

@@ -54,6 +54,7 @@ __all__ = [
     "ServerFailed",
     "ServerSettings",
     "api_base",
+    "portable",
 ]
 
 API_KEY_VARIABLE = "PLANCONTRACTS_API_KEY"
@@ -255,9 +256,10 @@ class ServedModel:
         )
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        sent = portable(schema)
         if self.settings.response_format == "json_object":
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_schema", "json_schema": {"name": "profile", "schema": schema}}
+            return {"type": "json_object", "schema": sent}
+        return {"type": "json_schema", "json_schema": {"name": "profile", "schema": sent}}
 
     def _limiter(self) -> trio.CapacityLimiter:
         """The pool of places for requests in the current trio run (a limiter is one run's)."""
@@ -328,6 +330,26 @@ class ServedModel:
                 wait = settings.backoff * 2**attempt * (1 + random.random() / 2)
             await trio.sleep(min(wait, MAX_WAIT))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def portable(schema: Any) -> Any:
+    """`schema` as servers' grammar converters read it: the same documents, fewer forms.
+
+    A tuple's `"items": false` (nothing after the `prefixItems`) becomes a
+    `maxItems` of as many items: llama.cpp's converter refuses a boolean
+    schema there ("schema must be an object"). Answers are still checked
+    against `schema` itself.
+    """
+    if isinstance(schema, list):
+        return [portable(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    sent = {key: portable(value) for key, value in schema.items()}
+    if sent.get("items") is False and isinstance(sent.get("prefixItems"), list):
+        del sent["items"]
+        most = len(sent["prefixItems"])
+        sent["maxItems"] = min(most, sent.get("maxItems", most))
+    return sent
 
 
 class _TooLong(Exception):
