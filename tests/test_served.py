@@ -524,3 +524,18 @@ def test_the_plan_profile_as_sent_accepts_exactly_what_the_profile_accepts(
     profile = Draft202012Validator(PLAN_PROFILE)
     assert sent.is_valid(document)
     assert sent.is_valid(changed) == profile.is_valid(changed)
+
+
+def test_the_command_line_offers_the_server_options_without_importing_the_client() -> None:
+    # Every command, `validate` too, builds the parser with the server's options:
+    # importing the client (httpx, trio, ssl) for that would slow every start.
+    code = (
+        "import sys\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "print(sorted(m for m in ('trio', 'ssl', 'httpx', 'plancontracts.runtime.model.served') "
+        "if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.stdout.splitlines()[-1] == "[]", done.stderr

@@ -59,8 +59,6 @@ PIPELINE = [
 class Drawing:
     """Writes each call as a document drawn from its profile: any call the profile allows."""
 
-    description = "drawn documents"
-
     def __init__(self, draw: Any) -> None:
         self.draw = draw
         self.prompts: list[str] = []

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ..core.errors import UnknownContractError
 from ..goal_plans import commands as goal_plan_commands
-from ..model.generation import NoModel
+from ..model.resolution import NoModel
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
 from ..story_packages import commands as story_package_commands

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.rules import Rules
+
+# The choice of a model is light to import; the client (runtime.model.served) is not.
+from ..model.resolution import API_KEY_VARIABLE as API_KEY
+from ..model.resolution import RESPONSE_FORMATS, ServerSettings, chosen_server
 from ..model.resolution import SERVER_VARIABLE as SERVER
-from ..model.resolution import chosen_server
-from ..model.served import API_KEY_VARIABLE as API_KEY
-from ..model.served import RESPONSE_FORMATS, ServerSettings
 
 DEFAULT_SERVER = ServerSettings()
 

@@ -27,16 +27,22 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import trio
 
 from ..core.errors import PlanContractsError
 from .chat import Message, render_chat
-from .resolution import NotAModel, candidates, check_gguf, chosen_server
+from .resolution import (
+    NoModel,
+    NotAModel,
+    ServerSettings,
+    candidates,
+    check_gguf,
+    chosen_server,
+)
 
 if TYPE_CHECKING:
-    from .served import ServerSettings
     from .writer import Writer
 
 __all__ = [
@@ -47,6 +53,7 @@ __all__ = [
     "load_first_model",
     "load_model",
     "offload_layers",
+    "profile_accepts",
     "say_on_stderr",
 ]
 
@@ -83,10 +90,6 @@ def generating() -> bool:
 
 class GenerationFailed(PlanContractsError):
     """The model produced no document the schema accepts; the message says what it wrote."""
-
-
-class NoModel(PlanContractsError):
-    """No model could be loaded, and what was asked for needs one."""
 
 
 @dataclass
@@ -134,10 +137,6 @@ class ModelWriter:
         model: Any = outlines.from_llamacpp(llama, chat_mode=False)
         model.model = _KeepingEvaluatedPrefix(llama)
         return cls(path, llama, model, template)
-
-    @property
-    def description(self) -> str:
-        return self.path.name
 
     async def write_chat(
         self,
@@ -193,7 +192,6 @@ class ModelWriter:
         `schema` accepts, when the prompt and `max_tokens` do not fit the
         model's context, or when `stop` was set before the end.
         """
-        from jsonschema import Draft202012Validator
         from llama_cpp import StoppingCriteriaList
 
         generator = self.generator(schema)
@@ -220,7 +218,7 @@ class ModelWriter:
                 f"the model's output is not complete JSON ({len(text)} characters, "
                 f"{budget}): {shown!r}"
             ) from None
-        if not isinstance(document, dict) or not Draft202012Validator(schema).is_valid(document):
+        if not profile_accepts(document, schema):
             raise GenerationFailed("the model's output does not satisfy the decoding schema")
         return document
 
@@ -280,6 +278,17 @@ class _KeepingEvaluatedPrefix:
         """Keep the evaluated tokens; `Llama.generate` reuses what the next prompt shares."""
 
 
+def profile_accepts(document: object, schema: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
+    """Whether `document` is a JSON object `schema` accepts: the check on every model's answer.
+
+    Constrained decoding should make it hold by construction; a backend that
+    fails silently, or a server that drops a constraint, is caught here.
+    """
+    from jsonschema import Draft202012Validator
+
+    return isinstance(document, dict) and Draft202012Validator(schema).is_valid(document)
+
+
 def say_on_stderr(line: str) -> None:
     """Say one line on standard error, at once: how models report the steps they take."""
     print(line, file=sys.stderr, flush=True)
@@ -333,7 +342,7 @@ def load_first_model(
     environ = os.environ if environ is None else environ
     chosen = chosen_server(requested, server.url if server else None, environ)
     if chosen is not None:
-        from .served import ServedModel, ServerSettings
+        from .served import ServedModel
 
         url, source = chosen
         settings = server or ServerSettings()

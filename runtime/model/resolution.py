@@ -24,16 +24,21 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..core.errors import PlanContractsError
 
 __all__ = [
+    "API_KEY_VARIABLE",
     "DEFAULT_MODEL",
     "PACKAGED_MODEL",
+    "RESPONSE_FORMATS",
     "SERVER_VARIABLE",
     "HubFile",
     "ModelCandidate",
+    "NoModel",
     "NotAModel",
+    "ServerSettings",
     "candidates",
     "check_gguf",
     "chosen_server",
@@ -42,6 +47,39 @@ __all__ = [
 ENVIRONMENT_VARIABLE = "PLANCONTRACTS_MODEL"
 SERVER_VARIABLE = "PLANCONTRACTS_SERVER"
 "The environment variable naming a model server, as `--server` does (runtime.model.served)."
+API_KEY_VARIABLE = "PLANCONTRACTS_API_KEY"
+"The environment variable holding the server's API key, sent as a bearer token."
+RESPONSE_FORMATS = ("json_schema", "json_object")
+"How the profile is sent: OpenAI's `json_schema` shape, or `json_object` with a `schema`."
+ResponseFormat = Literal["json_schema", "json_object"]
+
+
+class NoModel(PlanContractsError):
+    """No model could be loaded, and what was asked for needs one."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Where the model server is and how it is asked (runtime.model.served).
+
+    Here, with the rest of the choice of a model, so that the command line
+    can offer its options without importing the client.
+    """
+
+    url: str | None = None
+    "The server's address, with or without its `/v1`; None: `PLANCONTRACTS_SERVER`, if set."
+    model: str | None = None
+    "The served model's name; None: the first one the server lists."
+    in_flight: int = 4
+    "Most requests out at once in a trio run; more wait for a place."
+    timeout: float = 300.0
+    "Seconds one request may take, its whole answer included."
+    retries: int = 3
+    "Most times a request is tried again after a 408, 429 or 5xx answer or a failed connection."
+    response_format: ResponseFormat = "json_schema"
+    "How the profile is sent (`RESPONSE_FORMATS`)."
+    backoff: float = 0.5
+    "Seconds before the first retry when the server does not say; doubled for each next one."
 
 
 @dataclass(frozen=True)

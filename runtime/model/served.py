@@ -37,13 +37,14 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import trio
 
 from ..core.plain_text import one_line
 from .chat import Message
-from .generation import GenerationFailed, NoModel, say_on_stderr
+from .generation import GenerationFailed, profile_accepts, say_on_stderr
+from .resolution import API_KEY_VARIABLE, RESPONSE_FORMATS, NoModel, ServerSettings
 
 __all__ = [
     "API_KEY_VARIABLE",
@@ -56,12 +57,6 @@ __all__ = [
     "api_base",
     "portable",
 ]
-
-API_KEY_VARIABLE = "PLANCONTRACTS_API_KEY"
-"The environment variable holding the server's API key, sent as a bearer token."
-RESPONSE_FORMATS = ("json_schema", "json_object")
-"How the profile is sent: OpenAI's `json_schema` shape, or `json_object` with a `schema`."
-ResponseFormat = Literal["json_schema", "json_object"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 "The largest answer read from a server; a longer one is a failed request, not read further."
@@ -78,26 +73,6 @@ class ServerFailed(GenerationFailed):
 
 class AnswerRefused(GenerationFailed):
     """The server answered with a document the profile does not accept; it is not used."""
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """Where the model server is and how it is asked."""
-
-    url: str | None = None
-    "The server's address, with or without its `/v1`; None: `PLANCONTRACTS_SERVER`, if set."
-    model: str | None = None
-    "The served model's name; None: the first one the server lists."
-    in_flight: int = 4
-    "Most requests out at once in a trio run; more wait for a place."
-    timeout: float = 300.0
-    "Seconds one request may take, its whole answer included."
-    retries: int = 3
-    "Most times a request is tried again after a 408, 429 or 5xx answer or a failed connection."
-    response_format: ResponseFormat = "json_schema"
-    "How the profile is sent (`RESPONSE_FORMATS`)."
-    backoff: float = 0.5
-    "Seconds before the first retry when the server does not say; doubled for each next one."
 
 
 @dataclass
@@ -206,10 +181,6 @@ class ServedModel:
         say(f"model: {served.model} served at {base} ({source})")
         return served
 
-    @property
-    def description(self) -> str:
-        return f"{self.model} at {self.base}"
-
     async def write_chat(
         self,
         messages: list[Message],
@@ -226,8 +197,6 @@ class ServedModel:
         requests are out. Raises ServerFailed when no answer came (after the
         retries), AnswerRefused when the answer is not such an object.
         """
-        from jsonschema import Draft202012Validator
-
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -242,11 +211,12 @@ class ServedModel:
             reply = await self._post(json.dumps(body).encode())
         text, finish = _choice(reply)
         self.counts.answers += 1
+        document: object
         try:
             document = json.loads(text)
         except (ValueError, RecursionError):
             document = None
-        if isinstance(document, dict) and Draft202012Validator(schema).is_valid(document):
+        if profile_accepts(document, schema):
             return document
         self.counts.refused += 1
         cut = f"cut at {max_tokens} tokens; " if finish == "length" else ""

@@ -24,11 +24,6 @@ __all__ = ["Writer"]
 class Writer(Protocol):
     """Writes one JSON object under a schema, after chat messages."""
 
-    @property
-    def description(self) -> str:
-        """What writes, for one-line reports: the model file's name, or the server and model."""
-        ...
-
     async def write_chat(
         self,
         messages: list[Message],

@@ -35,7 +35,7 @@ from .profiles import block_profile
 from .prompts import planning_messages
 
 if TYPE_CHECKING:
-    from ..model.served import ServerSettings
+    from ..model.resolution import ServerSettings
 
 __all__ = ["Thinker", "Thought"]
 

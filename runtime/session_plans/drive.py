@@ -47,7 +47,7 @@ from .steps import MAX_OBJECTIVE, id_pattern
 from .tools import TOOLS
 
 if TYPE_CHECKING:
-    from ..model.served import ServerSettings
+    from ..model.resolution import ServerSettings
 
 __all__ = [
     "CALL_BOUNDS",

@@ -79,7 +79,7 @@ from .session import CallResult, Session
 from .tools import TOOLS
 
 if TYPE_CHECKING:
-    from ..model.served import ServerSettings
+    from ..model.resolution import ServerSettings
 
 __all__ = [
     "BUILD_BOUNDS",

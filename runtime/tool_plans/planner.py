@@ -26,7 +26,7 @@ from .profiles import plan_profile
 from .prompts import narrator_messages
 
 if TYPE_CHECKING:
-    from ..model.served import ServerSettings
+    from ..model.resolution import ServerSettings
 
 __all__ = ["Planner"]
 
