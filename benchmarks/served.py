@@ -32,7 +32,7 @@ it measures:
   server (`VmHWM` in /proc, when readable).
 
 Beside them, the in-process figure: the same model loaded in this process
-(`Planner.start`), planning the same inputs one at a time after the same
+(`load_first_writer`), planning the same inputs one at a time after the same
 warm-up plan (excluded, as in the planning benchmark). A table is printed,
 then the ratios: served throughput at 4 and 16 sessions over 1 session, and
 in-process throughput over served at 1 session.
@@ -62,7 +62,13 @@ import trio
 from planning import INPUTS
 
 from plancontracts.runtime.engine.skills import bundled_skills
-from plancontracts.runtime.model.served import ServedModel, ServerSettings
+from plancontracts.runtime.model import (
+    PACKAGED_MODEL,
+    ModelChoice,
+    ServerSettings,
+    load_first_writer,
+)
+from plancontracts.runtime.model.served import ServedModel
 from plancontracts.runtime.tool_plans.planner import Planner
 
 WARM_UP = "I shout for help"
@@ -190,9 +196,10 @@ async def session(planner: Planner, texts: list[str], seconds: list[float]) -> N
 async def plan_in_process() -> Row | None:
     """The same inputs, one at a time, with the model in this process; None without it."""
     fallbacks = Fallbacks()
-    planner = Planner.start("gemma3-270m", download=False, say=fallbacks)
-    if planner.writer is None:
+    writer = load_first_writer(ModelChoice(PACKAGED_MODEL, download=False), say=fallbacks)
+    if writer is None:
         return None
+    planner = Planner(writer, say=fallbacks)
     await planner.plan(WARM_UP, seed=SEED)
     fallbacks.count = 0
     texts = INPUTS[: max(sessions * each for sessions, each in LEVELS)]

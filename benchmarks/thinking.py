@@ -26,8 +26,8 @@ import msgspec
 import trio
 
 from plancontracts import violations
-from plancontracts.runtime.core.profiles import ProfileBug
-from plancontracts.runtime.model.generation import GenerationFailed
+from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
+from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_writer
 from plancontracts.runtime.planning_blocks.blocks import normalize_block
 from plancontracts.runtime.planning_blocks.mechanics import Mode
 from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, rules_in
@@ -69,7 +69,8 @@ TARGET_CONFORMING = 1.0
 
 
 async def main() -> int:
-    thinker = Thinker.start("gemma3-270m", download=False, say=lambda line: None)
+    choice = ModelChoice(PACKAGED_MODEL, download=False)
+    thinker = Thinker(load_writer(choice, needs="the benchmark needs one"), say=lambda line: None)
     conforming = 0
     times: dict[Mode, list[float]] = {"think": [], "story": []}
     first = None

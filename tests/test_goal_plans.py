@@ -39,6 +39,7 @@ from plancontracts.generated.goal_plans import (
     Horizon,
     StepProposal,
 )
+from plancontracts.runtime.core.errors import TooManyGoals
 from plancontracts.runtime.goal_plans.planner import Planner, PlanRequest, fallback_steps
 from plancontracts.runtime.goal_plans.rules import MAX_REPLANS
 from plancontracts.runtime.goal_plans.simulation import CycleReport, Happening, Person
@@ -55,7 +56,6 @@ from plancontracts.runtime.goal_plans.system import (
     STUCK_MULTIPLIER,
     PlanningSystem,
     StepOutcome,
-    TooManyGoals,
     completed_steps,
     directive,
     follows,

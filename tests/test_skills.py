@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from local_servers import http_server
 
+from plancontracts.runtime.core.errors import UnusableScript
 from plancontracts.runtime.engine.input_schemas import MAX_INPUT_SCHEMA_BYTES
 from plancontracts.runtime.engine.skills import (
     MAX_PROMPT_BYTES,
     SkillSet,
-    UnusableScript,
     bundled_skills,
     discover_skills,
 )

@@ -28,9 +28,11 @@ from token_counts import with_token_count
 
 from plancontracts import STORY_PACKAGE, decode
 from plancontracts.generated.story_packages import AssetFile
+from plancontracts.runtime.core.errors import AssetGenerationError
 from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.runtime.model.chat import Message, render_chat
-from plancontracts.runtime.story_packages.assets import AssetGenerationError, AssetRequest
+from plancontracts.runtime.model.local import LocalModel
+from plancontracts.runtime.story_packages.assets import AssetRequest
 from plancontracts.runtime.story_packages.build import (
     ENCOUNTERS,
     Build,
@@ -274,9 +276,9 @@ def test_the_build_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> No
 # With the packaged model --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def builder() -> Builder:
-    return Builder.start("gemma3-270m", download=False, say=lambda line: None)
+@pytest.fixture
+def builder(packaged_model: LocalModel) -> Builder:
+    return Builder(packaged_model, say=lambda line: None)
 
 
 def test_the_model_builds_a_package_that_finalize_and_validate_accept(

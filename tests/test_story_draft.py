@@ -43,20 +43,12 @@ from plancontracts.generated import (
 from plancontracts.generated.story_packages import AssetFile, StoryDraft
 from plancontracts.runtime.core import rules as core_rules
 from plancontracts.runtime.core.contracts import contract_schema, field_bound
+from plancontracts.runtime.core.errors import AssetGenerationError, StoreError
 from plancontracts.runtime.core.rules import Rules
 from plancontracts.runtime.core.validation import BUNDLED
-from plancontracts.runtime.story_packages.assets import (
-    AssetGenerationError,
-    AssetRequest,
-    RecordingAssets,
-)
+from plancontracts.runtime.story_packages.assets import AssetRequest, RecordingAssets
 from plancontracts.runtime.story_packages.session import CallResult, Session
-from plancontracts.runtime.story_packages.storage import (
-    DraftStore,
-    StoreError,
-    read_package,
-    write_package,
-)
+from plancontracts.runtime.story_packages.storage import DraftStore, read_package, write_package
 from plancontracts.runtime.story_packages.tools import TOOLS
 
 PREMISE = TOOLS.taking(STORY_PREMISE).name

@@ -27,9 +27,10 @@ from token_counts import with_token_count
 
 from plancontracts import contract_schema, violations
 from plancontracts.generated.planning_blocks import PlanQuality
-from plancontracts.runtime.core.profiles import WHITESPACE, ProfileBug
+from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
+from plancontracts.runtime.core.profiles import WHITESPACE
 from plancontracts.runtime.model.chat import render_chat
-from plancontracts.runtime.model.generation import GenerationFailed
+from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.planning_blocks.blocks import normalize_block
 from plancontracts.runtime.planning_blocks.mechanics import (
     Mode,
@@ -207,9 +208,9 @@ def test_the_prompt_loses_no_description_of_the_contract() -> None:
 # Generation with the real packaged model ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def thinker() -> Thinker:
-    return Thinker.start("gemma3-270m", download=False, say=lambda line: None)
+@pytest.fixture
+def thinker(packaged_model: LocalModel) -> Thinker:
+    return Thinker(packaged_model, say=lambda line: None)
 
 
 def test_the_model_writes_a_valid_story_block(thinker: Thinker) -> None:

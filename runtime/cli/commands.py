@@ -12,16 +12,31 @@ from pathlib import Path
 
 import msgspec
 
+from ..commandkit import (
+    EXIT_INVALID,
+    EXIT_OK,
+    JsonReport,
+    Outcome,
+    Output,
+    Report,
+    RulesOption,
+    TextReport,
+    add_json,
+    add_max_bytes,
+    complain,
+    label,
+    lines_of,
+    opened,
+    read_at_most,
+    require_extra,
+    stdin_at_most_once,
+    unreadable,
+)
 from ..core.contracts import contract_names, contract_schema
-from ..core.errors import ContractError, Violation, Violations, printable
+from ..core.errors import ContractError, UsageError, Violation, Violations, printable
 from ..core.rules import Rules
 from ..core.schema_text import schema_text
 from ..core.validation import BUNDLED, ContractSet, decode
-from .base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label
-from .extras import require_extra
-from .inputs import lines_of, opened, read_at_most, stdin_at_most_once, unreadable
-from .options import RulesOption, add_json, add_max_bytes
-from .reports import JsonReport, Outcome, Report, TextReport
 
 __all__ = ["register"]
 

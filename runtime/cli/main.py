@@ -8,16 +8,22 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from ..core.errors import UnknownContractError
+from ..commandkit import (
+    EXIT_INVALID,
+    EXIT_USAGE,
+    StandardOutput,
+    Stopped,
+    complain,
+    stop_signals,
+    stopped,
+)
+from ..core.errors import NoModel, StreamError, UnknownContractError, UsageError
 from ..goal_plans import commands as goal_plan_commands
-from ..model.resolution import NoModel
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
 from ..story_packages import commands as story_package_commands
 from ..tool_plans import commands as tool_plan_commands
 from . import commands
-from .base import EXIT_INVALID, EXIT_USAGE, StandardOutput, StreamError, UsageError, complain
-from .signals import Stopped, stop_signals, stopped
 
 __all__ = ["main"]
 

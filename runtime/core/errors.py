@@ -1,12 +1,42 @@
-"""The package's errors, the violations they carry, and how values are quoted in them.
+"""Every error plancontracts raises on purpose, the violations they carry, how values are quoted.
 
-Every error plancontracts raises on purpose derives from `PlanContractsError`.
+The whole hierarchy lives here, drawn once; every layer and family raises
+these, and the public fronts (`plancontracts`, each family's package)
+re-export the ones their users catch:
+
+    PlanContractsError                  catch it to catch them all
+    ├── ContractError (ValueError)      a document breaks its contract: every violation
+    ├── UnknownContractError (LookupError)
+    ├── MalformedJSON (ValueError)      text that is not one well-formed JSON document
+    ├── ProfileBug (AssertionError)     a document decoded under a profile breaks its contract
+    ├── ToolValidationError (ValueError)  a tool call refused; its text is what the model reads
+    │   └── UnknownToolError (LookupError)
+    ├── UsageError                      the command line is wrong (exit status 2)
+    ├── StreamError                     standard input or output, or a log, cannot be used
+    ├── NoModel                         no model loads, and the work needs one
+    ├── NotAModel                       a model candidate that cannot be used
+    ├── GenerationFailed                no document the profile accepts was written
+    │   ├── ServerFailed                a model server gave no answer to use
+    │   └── AnswerRefused               a model server's answer the profile refuses
+    ├── ProtocolViolation               a tool script broke the tool protocol
+    ├── ScriptFailure                   a script's function ends its run with ok false
+    ├── UnusableScript (LookupError)    a `toolPath` that names no usable script
+    ├── TooLarge (ValueError)           a file larger than it may be
+    ├── StoreError                      a story database that cannot be used
+    ├── AssetGenerationError            the asset hook could not make an asset
+    └── TooManyGoals (ValueError)       a goal list that is full
+
+Two exceptions are control flow inside the package and never leave it:
+`commandkit.signals.Stopped` (SIGTERM or SIGHUP, raised like Ctrl-C) and
+`engine.checks.Rejected` (a plan refused before it runs, which becomes the
+result's error). `tests/test_layers.py` holds every other exception class
+of `runtime/` to this module.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,27 +97,6 @@ class Violations(tuple[Violation, ...]):
         return f"{count} violation{'s' if count != 1 else ''}"
 
 
-class ContractError(PlanContractsError, ValueError):
-    """A document is not a valid instance of its contract.
-
-    `contract` names the contract; `violations` lists every problem found,
-    never empty, as `Violations`: where a document breaks its contract more
-    than `MAX_VIOLATIONS` times, the first ones found, with `complete` False.
-    Malformed JSON is reported the same way, as one violation at the
-    document's root.
-    """
-
-    def __init__(self, contract: str, violations: Iterable[Violation]) -> None:
-        listed = violations if isinstance(violations, Violations) else Violations(violations)
-        if not listed:
-            raise ValueError("a ContractError needs at least one violation")
-        self.contract = contract
-        self.violations = listed
-        lines = [f"not a valid {contract} document ({listed.summary()}):"]
-        lines += [f"  {violation}" for violation in listed]
-        super().__init__("\n".join(lines))
-
-
 def printable(text: str) -> str:
     """`text` with every non-printable character (newlines, bidi controls...) as a `\\uXXXX` escape.
 
@@ -112,6 +121,33 @@ def shown(value: Any, limit: int = 60) -> str:
             break
     text = printable("".join(pieces))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_LONGEST_NAME = 60
+"The longest key written as it is, as long as `shown` quotes a value; the contracts' are shorter."
+
+
+def dotted(pointer: str) -> str:
+    """A JSON Pointer into a tool's arguments as a model writes it.
+
+    `/steps/0/title` is `steps[0].title`; the arguments as a whole (`""`) are
+    `arguments`. A key that is no plain name, such as an unknown field the
+    call named, is quoted and cut short (`steps[0]["due date"]`), so the
+    error stays one short line whatever the call held.
+    """
+    if not pointer:
+        return "arguments"
+    name = ""
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        plain = token.isascii() and len(token) <= _LONGEST_NAME
+        if plain and token.isdigit():
+            name += f"[{token}]"
+        elif plain and token.isidentifier():
+            name += f".{token}"
+        else:
+            name += f"[{shown(token)}]"
+    return name.removeprefix(".")
 
 
 class _Literal(str):
@@ -166,9 +202,176 @@ def _json_pieces(value: Any, *, longest: int) -> Iterator[str]:
 _END = object()
 
 
+# Contracts and documents ---------------------------------------------------------------------
+
+
+class ContractError(PlanContractsError, ValueError):
+    """A document is not a valid instance of its contract.
+
+    `contract` names the contract; `violations` lists every problem found,
+    never empty, as `Violations`: where a document breaks its contract more
+    than `MAX_VIOLATIONS` times, the first ones found, with `complete` False.
+    Malformed JSON is reported the same way, as one violation at the
+    document's root.
+    """
+
+    def __init__(self, contract: str, violations: Iterable[Violation]) -> None:
+        listed = violations if isinstance(violations, Violations) else Violations(violations)
+        if not listed:
+            raise ValueError("a ContractError needs at least one violation")
+        self.contract = contract
+        self.violations = listed
+        lines = [f"not a valid {contract} document ({listed.summary()}):"]
+        lines += [f"  {violation}" for violation in listed]
+        super().__init__("\n".join(lines))
+
+
 class UnknownContractError(PlanContractsError, LookupError):
     """No contract has the given name."""
 
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
         self.name = name
         super().__init__(f"unknown contract {name!r}; the contracts are: {', '.join(known)}")
+
+
+class MalformedJSON(PlanContractsError, ValueError):
+    """The text is not one well-formed JSON document.
+
+    `pointer` locates the problem when it is inside the value (duplicate
+    keys); otherwise it is empty and `message` gives line and column.
+    """
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.pointer = pointer
+
+
+class ProfileBug(PlanContractsError, AssertionError):
+    """A document decoded under a profile breaks the contract: the profile is wrong."""
+
+
+# Tool calls ----------------------------------------------------------------------------------
+
+
+class ToolValidationError(PlanContractsError, ValueError):
+    """A tool call refused: its arguments break the tool's contract, or the state forbids it.
+
+    `tool` is the tool's name. `field` is the JSON Pointer of the argument
+    at fault (`/steps/1/title`; `""` for the arguments as a whole), or None
+    when the state (the plan, the draft), not an argument, refuses the call.
+    `problem` says what is wrong; where a limit is at stake it names the
+    limit and the value's length. `violations` lists every problem of a
+    document the call would have made (a package refused at finalizing), each
+    with its JSON Pointer into that document; it is empty otherwise. The
+    error's text, `str(error)`, is what a model sees as the tool's result:
+    the field, in the dotted form a model writes it (`steps[1].title`), then
+    the problem.
+    """
+
+    def __init__(
+        self, tool: str, field: str | None, problem: str, violations: Sequence[Violation] = ()
+    ) -> None:
+        self.tool = tool
+        self.field = field
+        self.problem = problem
+        self.violations = tuple(violations)
+        super().__init__(problem if field is None else f"{dotted(field)}: {problem}")
+
+
+class UnknownToolError(ToolValidationError, LookupError):
+    """A call of a tool that does not exist: no tool of the set (`kind`, `known`) has the name."""
+
+    def __init__(self, name: str, kind: str, known: Sequence[str]) -> None:
+        super().__init__(
+            name, None, f"no {kind} tool is called {shown(name)}; the tools are: {', '.join(known)}"
+        )
+
+
+# The command line ----------------------------------------------------------------------------
+
+
+class UsageError(PlanContractsError):
+    """The command line is wrong; the message says how (exit status 2)."""
+
+
+class StreamError(PlanContractsError):
+    """A stream the command reads or writes (standard input or output, a log) cannot be used."""
+
+
+# Models --------------------------------------------------------------------------------------
+
+
+class NoModel(PlanContractsError):
+    """No model could be loaded, and what was asked for needs one."""
+
+
+class NotAModel(PlanContractsError):
+    """A candidate that cannot be used; the message says why."""
+
+
+class GenerationFailed(PlanContractsError):
+    """The model produced no document the schema accepts; the message says what it wrote."""
+
+
+class ServerFailed(GenerationFailed):
+    """The server gave no answer to use: unreachable, too slow, or an error status."""
+
+
+class AnswerRefused(GenerationFailed):
+    """The server answered with a document the profile does not accept; it is not used."""
+
+
+# Running plans: the executor, skills and their scripts ---------------------------------------
+
+
+class ProtocolViolation(PlanContractsError):
+    """Output that breaks the tool protocol; raised by the line callback to end the run."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ScriptFailure(PlanContractsError):
+    """Raised by a script's function to end its run with `done` ok false.
+
+    The run writes an `error` event with `code`, `message` and `details`, then
+    `done` with ok false and the message as summary, and exits 0: the script
+    worked, and what it was asked to do failed.
+    """
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+class UnusableScript(PlanContractsError, LookupError):
+    """A `toolPath` that names no usable script."""
+
+    def __init__(self, tool_path: str, reason: str) -> None:
+        super().__init__(f"{tool_path}: {reason}")
+        self.tool_path = tool_path
+        self.reason = reason
+
+
+class TooLarge(PlanContractsError, ValueError):
+    """A file larger than it may be."""
+
+
+# Families ------------------------------------------------------------------------------------
+
+
+class StoreError(PlanContractsError):
+    """A database that cannot be used (not SQLite, unreadable), or lacks what is asked."""
+
+
+class AssetGenerationError(PlanContractsError):
+    """The asset hook could not make an asset: the call that asked for it is refused."""
+
+
+class TooManyGoals(PlanContractsError, ValueError):
+    """The goal list is full (`MAX_GOALS`)."""

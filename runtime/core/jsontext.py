@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from .errors import PlanContractsError, shown
+from .errors import MalformedJSON
 
 _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
@@ -48,19 +48,6 @@ TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)
 # A string (possessive, so that a long one costs no backtracking state) or a
 # character of JSON's structure; numbers and literals are skipped over.
 _TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
-
-
-class MalformedJSON(PlanContractsError, ValueError):
-    """The text is not one well-formed JSON document.
-
-    `pointer` locates the problem when it is inside the value (duplicate
-    keys); otherwise it is empty and `message` gives line and column.
-    """
-
-    def __init__(self, message: str, pointer: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.pointer = pointer
 
 
 DENSE_FROM = 1 << 20
@@ -291,30 +278,3 @@ def copy_json(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
             copy = node if leaf is None else leaf(node)
         parent[slot] = copy
     return root[0]
-
-
-_LONGEST_NAME = 60
-"The longest key written as it is, as long as `shown` quotes a value; the contracts' are shorter."
-
-
-def dotted(pointer: str) -> str:
-    """A JSON Pointer into a tool's arguments as a model writes it.
-
-    `/steps/0/title` is `steps[0].title`; the arguments as a whole (`""`) are
-    `arguments`. A key that is no plain name, such as an unknown field the
-    call named, is quoted and cut short (`steps[0]["due date"]`), so the
-    error stays one short line whatever the call held.
-    """
-    if not pointer:
-        return "arguments"
-    name = ""
-    for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        plain = token.isascii() and len(token) <= _LONGEST_NAME
-        if plain and token.isdigit():
-            name += f"[{token}]"
-        elif plain and token.isidentifier():
-            name += f".{token}"
-        else:
-            name += f"[{shown(token)}]"
-    return name.removeprefix(".")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contracts import AnyContract, contract_schema
-from .errors import PlanContractsError
+from .errors import ProfileBug
 from .schema_text import display_pattern
 
 __all__ = [
@@ -53,10 +53,6 @@ class Bounds:
     "Most items in an array, or entries in a map."
     integer: int = 1_000_000
     "Integers lie within plus or minus this."
-
-
-class ProfileBug(PlanContractsError, AssertionError):
-    """A document decoded under a profile breaks the contract: the profile is wrong."""
 
 
 def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[str, Any]:

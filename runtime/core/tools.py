@@ -17,14 +17,13 @@ that made the call reads back as the tool's result.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ...generated import Contract
 from .contracts import contract_name, contract_schema
-from .errors import PlanContractsError, Violation, shown
-from .jsontext import dotted
+from .errors import ToolValidationError, UnknownToolError
 
 __all__ = ["Tool", "ToolSet", "ToolValidationError", "UnknownToolError", "described"]
 
@@ -77,7 +76,7 @@ class ToolSet:
         for tool in self._tools:
             if tool.name == name:
                 return tool
-        raise UnknownToolError(name, self)
+        raise UnknownToolError(name, self.kind, [tool.name for tool in self._tools])
 
     def taking(self, parameters: Contract[Any]) -> Tool:
         """The tool whose arguments are `parameters`. Raises LookupError for another contract."""
@@ -85,38 +84,3 @@ class ToolSet:
             if tool.parameters is parameters:
                 return tool
         raise LookupError(f"{contract_name(parameters)} is the arguments of no {self.kind} tool")
-
-
-class ToolValidationError(PlanContractsError, ValueError):
-    """A tool call refused: its arguments break the tool's contract, or the state forbids it.
-
-    `tool` is the tool's name. `field` is the JSON Pointer of the argument
-    at fault (`/steps/1/title`; `""` for the arguments as a whole), or None
-    when the state (the plan, the draft), not an argument, refuses the call.
-    `problem` says what is wrong; where a limit is at stake it names the
-    limit and the value's length. `violations` lists every problem of a
-    document the call would have made (a package refused at finalizing), each
-    with its JSON Pointer into that document; it is empty otherwise. The
-    error's text, `str(error)`, is what a model sees as the tool's result:
-    the field, in the dotted form a model writes it (`steps[1].title`), then
-    the problem.
-    """
-
-    def __init__(
-        self, tool: str, field: str | None, problem: str, violations: Sequence[Violation] = ()
-    ) -> None:
-        self.tool = tool
-        self.field = field
-        self.problem = problem
-        self.violations = tuple(violations)
-        super().__init__(problem if field is None else f"{dotted(field)}: {problem}")
-
-
-class UnknownToolError(ToolValidationError, LookupError):
-    """A call of a tool that does not exist: no tool of the set has the given name."""
-
-    def __init__(self, name: str, tools: ToolSet) -> None:
-        known = ", ".join(tool.name for tool in tools)
-        super().__init__(
-            name, None, f"no {tools.kind} tool is called {shown(name)}; the tools are: {known}"
-        )

@@ -44,12 +44,13 @@ from .contracts import (
 from .errors import (
     MAX_VIOLATIONS,
     ContractError,
+    MalformedJSON,
     UnknownContractError,
     Violation,
     Violations,
     shown,
 )
-from .jsontext import MalformedJSON, copy_json, escape_token, parse
+from .jsontext import copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
 from .rules import Rules, rules_of
 from .schema_text import display_pattern

@@ -19,11 +19,12 @@ import msgspec
 import trio
 
 from ...generated.tool_plans import Plan, RetryPolicy, ToolError, ToolRequest
+from ..core.errors import ProtocolViolation
 from .limits import Limits
 from .runs import ToolFunction, ToolRun, UiEventHandler, call_input, failure
 from .sink import EventBudget, Sink
 from .skills import Script
-from .tool_process import ProcessEnd, ProtocolViolation, StreamLimits, run_process
+from .tool_process import ProcessEnd, StreamLimits, run_process
 
 __all__ = ["ToolAttempts"]
 

@@ -16,8 +16,9 @@ from typing import Any, Literal
 import msgspec
 
 from ...generated.tool_plans import Plan, RelativePath, SkillName, ToolError, ToolInvocation
+from ..core.errors import UnusableScript
 from .runs import ToolFunction, ToolRun, call_input, fit
-from .skills import Script, SkillSet, UnusableScript
+from .skills import Script, SkillSet
 
 __all__ = ["Rejected", "check_function_names", "prepare"]
 

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from referencing import Resource
     from referencing._core import Resolver
 
+from ..core.errors import TooLarge
 from ..core.jsontext import parse
-from .skill_files import TooLarge, inside, read_regular_file, reason
+from .skill_files import inside, read_regular_file, reason
 
 __all__ = ["MAX_INPUT_SCHEMA_BYTES", "InputProblem", "check_input", "input_validator"]
 

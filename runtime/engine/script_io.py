@@ -45,7 +45,7 @@ from ...generated.tool_plans import (
     UiEvent,
 )
 from ..core.contracts import field_bound
-from ..core.errors import PlanContractsError
+from ..core.errors import ScriptFailure
 
 __all__ = ["DataFile", "Reply", "ScriptFailure", "fit_text", "run_script"]
 
@@ -64,21 +64,6 @@ _MESSAGE_LENGTH = field_bound(LogEvent, "message", "max_length")
 _ERROR_CODE_LENGTH = field_bound(ErrorEvent, "error_code", "max_length")
 _ERROR_MESSAGE_LENGTH = field_bound(ErrorEvent, "error_message", "max_length")
 _SUMMARY_LENGTH = field_bound(DoneEvent, "summary", "max_length")
-
-
-class ScriptFailure(PlanContractsError):
-    """Raised by a script's function to end its run with `done` ok false.
-
-    The run writes an `error` event with `code`, `message` and `details`, then
-    `done` with ok false and the message as summary, and exits 0: the script
-    worked, and what it was asked to do failed.
-    """
-
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
 
 
 class _UnusableSchema(Exception):

@@ -29,11 +29,10 @@ from ...generated.tool_plans import (
     ToolEvent,
     UiEvent,
 )
-from ..core.errors import ContractError
-from ..core.jsontext import TOO_DEEP, MalformedJSON, copy_json, parse
+from ..core.errors import ContractError, MalformedJSON, ProtocolViolation
+from ..core.jsontext import TOO_DEEP, copy_json, parse
 from ..core.validation import convert
 from .runs import Asset, ToolRun, UiEventHandler, failure, fit, identity
-from .tool_process import ProtocolViolation
 
 __all__ = ["EventBudget", "Sink", "merge_patch"]
 

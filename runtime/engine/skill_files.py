@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..core.errors import ContractError, PlanContractsError
+from ..core.errors import ContractError, TooLarge
 
 __all__ = ["TooLarge", "inside", "read_regular_file", "reason"]
 
@@ -39,10 +39,6 @@ _KINDS = {
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
 }
-
-
-class TooLarge(PlanContractsError, ValueError):
-    """A file larger than it may be."""
 
 
 def read_regular_file(path: Path, limit: int) -> bytes:

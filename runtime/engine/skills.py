@@ -31,7 +31,7 @@ from msgspec import UnsetType
 
 from ...generated import SKILL_MANIFEST
 from ...generated.tool_plans import RetryPolicy, SkillManifest, SkillScript
-from ..core.errors import ContractError, PlanContractsError
+from ..core.errors import ContractError, UnusableScript
 from ..core.validation import decode
 from .input_schemas import InputProblem, check_input, input_validator
 from .skill_files import inside, read_regular_file, reason
@@ -136,15 +136,6 @@ class SkillSet:
                 f"the skill {skill.name!r} declares no such script (declared: {declared})",
             )
         return script
-
-
-class UnusableScript(PlanContractsError, LookupError):
-    """A `toolPath` that names no usable script."""
-
-    def __init__(self, tool_path: str, reason: str) -> None:
-        super().__init__(f"{tool_path}: {reason}")
-        self.tool_path = tool_path
-        self.reason = reason
 
 
 def discover_skills(folders: Iterable[Path | str]) -> SkillSet:

@@ -25,20 +25,11 @@ from pathlib import Path
 
 import trio
 
-from ..core.errors import PlanContractsError
+from ..core.errors import ProtocolViolation
 
 __all__ = ["ProcessEnd", "ProtocolViolation", "StreamLimits", "run_process"]
 
 _POLL_SECONDS = 0.02
-
-
-class ProtocolViolation(PlanContractsError):
-    """Output that breaks the tool protocol; raised by the line callback to end the run."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,37 @@ import msgspec
 
 from ...generated import GOAL_EVENT
 from ...generated.goal_plans import ContextEvent, Goal, GoalEvent, NewGoalEvent
-from ..cli.base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason, say
-from ..cli.extras import missing_modules, writer_extra
-from ..cli.inputs import lines_of, opened, unreadable
-from ..cli.options import RulesOption, add_max_bytes, add_model_options, model_options
-from ..cli.signals import run_trio
-from ..core.errors import ContractError, Violation
-from ..core.jsontext import MalformedJSON, parse
+from ..commandkit import (
+    EXIT_INVALID,
+    EXIT_OK,
+    Output,
+    RulesOption,
+    add_max_bytes,
+    add_model_options,
+    label,
+    lines_of,
+    missing_modules,
+    model_choice,
+    opened,
+    reason,
+    run_trio,
+    say,
+    unreadable,
+    writer_extra,
+)
+from ..core.errors import (
+    ContractError,
+    MalformedJSON,
+    StreamError,
+    TooManyGoals,
+    UsageError,
+    Violation,
+)
+from ..core.jsontext import parse
 from ..core.validation import convert, decode
 from .planner import Context, Planner, PlanRequest
 from .simulation import CycleReport, Person
-from .system import HORIZONS, PlanningSystem, TooManyGoals
+from .system import HORIZONS, PlanningSystem
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -94,12 +114,11 @@ def _planner(args: argparse.Namespace) -> Planner:
         )
         return Planner(say=say)
 
-    def load() -> Any:
-        from ..model.generation import load_first_model
+    from ..model.choice import load_first_writer
 
-        return load_first_model(**model_options(args), say=say)
-
-    return Planner(load=load, say=say, seed=args.seed)
+    return Planner(
+        load=partial(load_first_writer, model_choice(args), say=say), say=say, seed=args.seed
+    )
 
 
 def _simulate(args: argparse.Namespace, out: Output) -> int:

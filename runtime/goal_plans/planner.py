@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...generated import GOAL_PLAN_OUTPUT
 from ...generated.goal_plans import Goal, GoalPlanOutput, GoalStep, Lesson, StepProposal
 from ..core.contracts import field_bound
-from ..core.errors import ContractError
+from ..core.errors import ContractError, ProfileBug
 from ..core.plain_text import one_line
-from ..core.profiles import Bounds, ProfileBug, contract_profile
+from ..core.profiles import Bounds, contract_profile
 from ..core.validation import convert
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class Planner:
         model = self._loaded_model()
         if model is None:
             return fallback_steps(request), "fallback"
-        from ..model.generation import GenerationFailed
+        from ..core.errors import GenerationFailed
 
         try:
             written = await model.write_chat(

@@ -37,7 +37,7 @@ from ...generated.goal_plans import (
     StepProposal,
 )
 from ..core.contracts import contract_schema, field_bound
-from ..core.errors import PlanContractsError
+from ..core.errors import TooManyGoals
 from ..core.validation import convert
 from .rules import MAX_REPLANS
 
@@ -84,10 +84,6 @@ class StepOutcome(enum.Enum):
     "The person did something else."
     NO_PLAN = "no_plan"
     "There was no active plan to follow."
-
-
-class TooManyGoals(PlanContractsError, ValueError):
-    """The goal list is full (`MAX_GOALS`)."""
 
 
 @dataclass(frozen=True)

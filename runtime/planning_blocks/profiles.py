@@ -18,15 +18,8 @@ import msgspec
 
 from ...generated.planning_blocks import PlanningBlock
 from ..core.contracts import contract_schema
-from ..core.profiles import (
-    WHITESPACE,
-    Bounds,
-    Deriver,
-    ProfileBug,
-    closed,
-    every_field_written,
-    without,
-)
+from ..core.errors import ProfileBug
+from ..core.profiles import WHITESPACE, Bounds, Deriver, closed, every_field_written, without
 from .blocks import normalize_block
 from .mechanics import (
     ABILITIES,

@@ -18,11 +18,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ...generated.planning_blocks import PlanningBlock
-from ..model.generation import load_model, say_on_stderr
-from ..model.writer import Writer
+from ..model.writer import Writer, say_on_stderr
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -33,9 +31,6 @@ from .mechanics import (
 )
 from .profiles import block_profile
 from .prompts import planning_messages
-
-if TYPE_CHECKING:
-    from ..model.resolution import ServerSettings
 
 __all__ = ["Thinker", "Thought"]
 
@@ -68,26 +63,6 @@ class Thinker:
 
     writer: Writer
     say: Callable[[str], None] = say_on_stderr
-
-    @classmethod
-    def start(
-        cls,
-        requested: str | None = None,
-        *,
-        download: bool = True,
-        server: ServerSettings | None = None,
-        gpu_layers: int | None = None,
-        say: Callable[[str], None] = say_on_stderr,
-    ) -> Thinker:
-        """The first writer of the resolution order that works (`load_model`), each step said.
-
-        Raises NoModel when none does.
-        """
-        needs = "planning blocks need one"
-        writer = load_model(
-            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
-        )
-        return cls(writer, say)
 
     async def think(
         self,

@@ -15,26 +15,26 @@ from typing import TypeAlias
 
 import msgspec
 
-from ..cli.base import (
+from ..commandkit import (
     EXIT_INVALID,
     EXIT_OK,
+    NoCall,
     Output,
-    UsageError,
-    label,
-    say,
-)
-from ..cli.calls import NoCall, outcome, read_call, run_calls
-from ..cli.extras import require_extra, writer_extra
-from ..cli.options import (
     RulesOption,
     add_max_bytes,
     add_model_options,
     bounded_int,
-    model_options,
+    label,
+    model_choice,
+    outcome,
+    read_call,
+    require_extra,
+    run_calls,
+    run_trio,
+    say,
+    writer_extra,
 )
-from ..cli.signals import run_trio
-from ..core.errors import Violation
-from ..core.tools import ToolValidationError
+from ..core.errors import GenerationFailed, ToolValidationError, UsageError, Violation
 from .prompt import PlanningStrategy
 from .prompt_commands import add_prompt_commands
 from .session import CallResult, Session
@@ -136,18 +136,14 @@ def _refused(session: Session, tool: str | None, message: str) -> CallResult:
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "session drive")
-    from ..model.generation import GenerationFailed, NoModel
+    from ..model.choice import load_writer
     from .drive import Drive, Driver, ToolCall, checked_objective
 
     try:
         objective = checked_objective(args.objective)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    try:
-        driver = Driver.start(**model_options(args))
-    except NoModel as error:
-        say(str(error))
-        return EXIT_INVALID
+    driver = Driver(load_writer(model_choice(args), needs="a drive needs one"))
     drive = Drive(objective)
 
     def printed(call: ToolCall) -> None:

@@ -26,28 +26,24 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...generated import SESSION_SETUP_PLAN
 from ...generated.session_plans import SessionPlan
 from ..core.contracts import contract_schema
-from ..core.errors import ContractError
-from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug, every_field_written
+from ..core.errors import ContractError, ProfileBug, ToolValidationError
+from ..core.profiles import WHITESPACE, Bounds, Deriver, every_field_written
 from ..core.schema_text import display_pattern
-from ..core.tools import Tool, ToolValidationError
+from ..core.tools import Tool
 from ..core.validation import convert
 from ..model.chat import Message
-from ..model.generation import load_model, say_on_stderr
-from ..model.writer import Writer
+from ..model.writer import Writer, say_on_stderr
 from .handlers import HANDLERS
 from .prompt import PlanningStrategy, planning_section
 from .rules import UPDATE_STEP_RULES
 from .session import CallResult, Session
 from .steps import MAX_OBJECTIVE, id_pattern
 from .tools import TOOLS
-
-if TYPE_CHECKING:
-    from ..model.resolution import ServerSettings
 
 __all__ = [
     "CALL_BOUNDS",
@@ -253,26 +249,6 @@ class Driver:
 
     writer: Writer
     say: Callable[[str], None] = say_on_stderr
-
-    @classmethod
-    def start(
-        cls,
-        requested: str | None = None,
-        *,
-        download: bool = True,
-        server: ServerSettings | None = None,
-        gpu_layers: int | None = None,
-        say: Callable[[str], None] = say_on_stderr,
-    ) -> Driver:
-        """The first writer of the resolution order that works (`load_model`), each step said.
-
-        Raises NoModel when none does.
-        """
-        needs = "a drive needs one"
-        writer = load_model(
-            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
-        )
-        return cls(writer, say)
 
     async def drive(
         self,

@@ -40,8 +40,8 @@ from ...generated.session_plans import (
     SessionUpdateStep,
 )
 from ..core.contracts import contract_schema
-from ..core.errors import ContractError, Violation, shown
-from ..core.tools import Tool, ToolValidationError
+from ..core.errors import ContractError, ToolValidationError, Violation, shown
+from ..core.tools import Tool
 from ..core.validation import convert
 from . import reducers
 from .steps import MAX_NOTES, MAX_STEPS, step_id

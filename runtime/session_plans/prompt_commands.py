@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..cli.base import EXIT_OK, Output
+from ..commandkit import EXIT_OK, Output
 from .prompt import PlanningStrategy, planning_section, tool_definitions
 
 __all__ = ["add_prompt_commands"]

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from ...generated.session_plans import SessionPlan
-from ..core.tools import ToolValidationError
+from ..core.errors import ToolValidationError
 from .handlers import HANDLERS
 from .tools import TOOLS
 

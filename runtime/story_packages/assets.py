@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...generated.story_packages import AssetFile
-from ..core.errors import PlanContractsError
+from ..core.errors import AssetGenerationError
 
 __all__ = ["AssetGenerationError", "AssetHook", "AssetRequest", "RecordingAssets"]
 
@@ -47,10 +47,6 @@ class AssetRequest:
 
 AssetHook = Callable[[AssetRequest], AssetFile]
 "Makes one asset and answers where it is served; raises `AssetGenerationError` when it cannot."
-
-
-class AssetGenerationError(PlanContractsError):
-    """The asset hook could not make an asset: the call that asked for it is refused."""
 
 
 _FILES: dict[AssetKind, tuple[str, str]] = {

@@ -53,7 +53,7 @@ from functools import cache, partial
 from importlib.resources import files
 from itertools import combinations
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...generated import (
     STORY_ACT_OUTLINE,
@@ -68,18 +68,14 @@ from ...generated import (
 )
 from ...generated.story_packages import Progression, StoryDraft, StoryPackage, StoryPremise
 from ..core.contracts import contract_schema, field_bound
-from ..core.errors import ContractError
-from ..core.profiles import WHITESPACE, Bounds, Deriver, ProfileBug
+from ..core.errors import ContractError, ProfileBug
+from ..core.profiles import WHITESPACE, Bounds, Deriver
 from ..core.tools import Tool
 from ..core.validation import convert
 from ..model.chat import Message
-from ..model.generation import load_model, say_on_stderr
-from ..model.writer import Writer
+from ..model.writer import Writer, say_on_stderr
 from .session import CallResult, Session
 from .tools import TOOLS
-
-if TYPE_CHECKING:
-    from ..model.resolution import ServerSettings
 
 __all__ = [
     "BUILD_BOUNDS",
@@ -679,26 +675,6 @@ class Builder:
 
     writer: Writer
     say: Callable[[str], None] = say_on_stderr
-
-    @classmethod
-    def start(
-        cls,
-        requested: str | None = None,
-        *,
-        download: bool = True,
-        server: ServerSettings | None = None,
-        gpu_layers: int | None = None,
-        say: Callable[[str], None] = say_on_stderr,
-    ) -> Builder:
-        """The first writer of the resolution order that works (`load_model`), each step said.
-
-        Raises NoModel when none does.
-        """
-        needs = "a story build needs one"
-        writer = load_model(
-            requested, needs=needs, download=download, server=server, gpu_layers=gpu_layers, say=say
-        )
-        return cls(writer, say)
 
     async def build(
         self,

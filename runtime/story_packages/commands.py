@@ -26,26 +26,47 @@ import msgspec
 
 from ...generated import STORY_PACKAGE
 from ...generated.story_packages import StoryPackage
-from ..cli.base import EXIT_INVALID, EXIT_OK, Output, UsageError, complain, label, reason, say
-from ..cli.calls import NoCall, outcome, read_call, run_calls
-from ..cli.extras import require_extra, writer_extra
-from ..cli.inputs import opened, read_at_most, stdin_at_most_once, unreadable
-from ..cli.options import (
+from ..commandkit import (
+    EXIT_INVALID,
+    EXIT_OK,
+    NoCall,
+    Output,
     RulesOption,
     add_max_bytes,
     add_model_options,
     bounded_int,
-    model_options,
+    complain,
+    label,
+    model_choice,
+    opened,
+    outcome,
+    read_at_most,
+    read_call,
+    reason,
+    require_extra,
+    run_calls,
+    run_trio,
+    say,
+    stdin_at_most_once,
+    unreadable,
+    writer_extra,
 )
-from ..cli.signals import run_trio
-from ..core.errors import MAX_VIOLATIONS, ContractError, Violation, shown
+from ..core.errors import (
+    MAX_VIOLATIONS,
+    ContractError,
+    GenerationFailed,
+    StoreError,
+    ToolValidationError,
+    UsageError,
+    Violation,
+    shown,
+)
 from ..core.rules import Rules
-from ..core.tools import ToolValidationError
 from ..core.validation import convert, parse_document
 from .graph import FORMATS, dot
 from .rules import STORY_PACKAGE_RULES
 from .session import CallResult, Session
-from .storage import DraftStore, StoreError
+from .storage import DraftStore
 from .tools import TOOLS
 
 __all__ = ["RULES_OPTIONS", "register"]
@@ -302,7 +323,7 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def _build(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "story build")
-    from ..model.generation import GenerationFailed, NoModel
+    from ..model.choice import load_writer
     from .build import Builder, ToolCall, checked_premise
 
     try:
@@ -319,11 +340,7 @@ def _build(args: argparse.Namespace, out: Output) -> int:
             except StoreError as error:
                 raise UsageError(str(error)) from None
         session = Session(store=store, packages=args.out)
-        try:
-            builder = Builder.start(**model_options(args))
-        except NoModel as error:
-            say(str(error))
-            return EXIT_INVALID
+        builder = Builder(load_writer(model_choice(args), needs="a story build needs one"))
         made: list[ToolCall] = []
 
         def printed(call: ToolCall) -> None:

@@ -61,11 +61,11 @@ from ...generated.story_packages import (
     StoryUpdateElement,
     StoryUpdateElementResult,
 )
-from ..core.errors import ContractError, shown
+from ..core.errors import AssetGenerationError, ContractError, ToolValidationError, shown
 from ..core.jsontext import escape_token
-from ..core.tools import Tool, ToolValidationError
+from ..core.tools import Tool
 from ..core.validation import convert
-from .assets import AssetGenerationError, AssetHook, AssetKind, AssetRequest
+from .assets import AssetHook, AssetKind, AssetRequest
 from .drafts import Draft, closed, encounter_ids, opened, package_of
 from .tools import TOOLS
 

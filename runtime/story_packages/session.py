@@ -28,11 +28,11 @@ import msgspec
 
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.contracts import field_bound
-from ..core.tools import ToolValidationError
+from ..core.errors import StoreError, ToolValidationError
 from .assets import AssetHook, RecordingAssets
 from .drafts import new_draft
 from .handlers import HANDLERS, Context
-from .storage import DraftStore, StoreError, write_package
+from .storage import DraftStore, write_package
 from .tools import TOOLS
 
 __all__ = ["CallResult", "Session"]

@@ -24,7 +24,7 @@ import msgspec
 
 from ...generated import STORY_DRAFT, STORY_PACKAGE
 from ...generated.story_packages import StoryDraft, StoryPackage
-from ..core.errors import PlanContractsError, shown
+from ..core.errors import PlanContractsError, StoreError, shown
 from ..core.validation import decode
 
 __all__ = ["DraftStore", "StoreError", "read_package", "write_package"]
@@ -33,10 +33,6 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS packages (id TEXT PRIMARY KEY, package TEXT NOT NULL)",
 )
-
-
-class StoreError(PlanContractsError):
-    """A database that cannot be used (not SQLite, unreadable), or lacks what is asked."""
 
 
 class DraftStore:

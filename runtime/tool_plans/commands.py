@@ -12,41 +12,44 @@ import msgspec
 
 from ...generated import PLAN
 from ...generated.tool_plans import ExecutionResult, Plan, PlanAttempt, UiEvent
-from ..cli.base import (
+from ..commandkit import (
+    DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
     EXIT_USAGE,
     Output,
-    StreamError,
-    UsageError,
-    json_for_people,
-    label,
-    reason,
-    say,
-    standard_input,
-    to_stderr,
-)
-from ..cli.extras import require_extra, writer_extra
-from ..cli.inputs import opened, read_at_most, standard_lines, stdin_at_most_once, texts, unreadable
-from ..cli.options import (
-    DEFAULT_MAX_BYTES,
     RulesOption,
     add_json,
     add_model_options,
     add_skill_options,
     bounded_int,
-    model_options,
+    json_for_people,
+    label,
+    model_choice,
+    opened,
     positive_int,
+    read_at_most,
+    reason,
+    require_extra,
+    run_trio,
+    say,
     seconds,
+    standard_input,
+    standard_lines,
+    stdin_at_most_once,
+    texts,
+    to_stderr,
+    unreadable,
+    writer_extra,
 )
-from ..cli.signals import run_trio
-from ..core.errors import ContractError, Violation, Violations, printable
+from ..core.errors import ContractError, StreamError, UsageError, Violation, Violations, printable
 from ..core.validation import decode
 from ..engine.limits import MAX_GENERATIONS
 from ..engine.skills import SkillSet
 
 if TYPE_CHECKING:
     from .narrator import Turn
+    from .planner import Planner
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -199,14 +202,14 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _served(planner: Any) -> bool:
+def _served(planner: Planner) -> bool:
     from ..model.served import ServedModel
 
     return isinstance(planner.writer, ServedModel)
 
 
 async def _plan_at_once(
-    planner: Any, inputs: Iterator[str], args: argparse.Namespace, out: Output
+    planner: Planner, inputs: Iterator[str], args: argparse.Namespace, out: Output
 ) -> None:
     """Plan `inputs` concurrently against a model server; print each plan in input order.
 
@@ -352,10 +355,11 @@ def _attempt_log(name: str | None) -> Iterator[AttemptLog | None]:
             stream.close()
 
 
-def _planner(args: argparse.Namespace) -> Any:
+def _planner(args: argparse.Namespace) -> Planner:
+    from ..model.choice import load_first_writer
     from .planner import Planner
 
-    return Planner.start(**model_options(args), skills=_skills(args))
+    return Planner(load_first_writer(model_choice(args)), _skills(args))
 
 
 def _skills(args: argparse.Namespace) -> SkillSet:
@@ -369,7 +373,7 @@ def _skills(args: argparse.Namespace) -> SkillSet:
 
 
 def _turn(
-    planner: Any,
+    planner: Planner,
     text: str,
     args: argparse.Namespace,
     out: Output,

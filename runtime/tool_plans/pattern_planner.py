@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...generated.tool_plans import Plan, PlanMetadata, ToolInvocation
+from ..core.errors import UnusableScript
 from ..core.keys import snake_case
-from ..engine.skills import Script, SkillSet, UnusableScript, bundled_skills
+from ..engine.skills import Script, SkillSet, bundled_skills
 
 __all__ = ["pattern_plan"]
 

@@ -1,11 +1,10 @@
 """The narrator's planner: a local model under a decoding profile, or the patterns.
 
-    planner = Planner.start()                        # resolve and load a model, once
-    plan = await planner.plan("I light the torch")   # a checked Plan, always
+    planner = Planner(load_first_writer(ModelChoice()))  # a model loaded once, or None
+    plan = await planner.plan("I light the torch")      # a checked Plan, always
 
-`Planner.start` walks the model resolution order (see `runtime.model.resolution`) and
-loads the first candidate that loads; with none, it plans with patterns. Each
-plan from the model is decoded under the plan profile for the enabled skills,
+Without a writer (no model loads: `load_first_writer` answers None) it plans
+with patterns. Each plan from the model is decoded under the plan profile for the enabled skills,
 then checked against the contract and the executor's checks. A generation
 that fails is reported and answered by the pattern planner, so `plan` always
 returns a plan.
@@ -14,19 +13,16 @@ returns a plan.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from ...generated.tool_plans import Plan
+from ..core.errors import GenerationFailed
 from ..engine.skills import SkillSet, bundled_skills
-from ..model.generation import GenerationFailed, load_first_model, say_on_stderr
-from ..model.writer import Writer
+from ..model.writer import Writer, say_on_stderr
 from .pattern_planner import pattern_plan
 from .profiles import plan_profile
 from .prompts import narrator_messages
-
-if TYPE_CHECKING:
-    from ..model.resolution import ServerSettings
 
 __all__ = ["Planner"]
 
@@ -36,34 +32,19 @@ PLAN_TOKENS = 512
 
 @dataclass
 class Planner:
-    """Plans player input with one loaded model, or with patterns when there is none."""
+    """Plans player input with one loaded model, or with patterns when there is none.
+
+    `skills` are those plans may use (default: the bundled skills); `say`
+    reports each step taken in one line (default: on standard error).
+    """
 
     writer: Writer | None
-    skills: SkillSet
+    skills: SkillSet = field(default_factory=bundled_skills)
     say: Callable[[str], None] = say_on_stderr
 
-    @classmethod
-    def start(
-        cls,
-        requested: str | None = None,
-        *,
-        download: bool = True,
-        server: ServerSettings | None = None,
-        gpu_layers: int | None = None,
-        skills: SkillSet | None = None,
-        say: Callable[[str], None] = say_on_stderr,
-    ) -> Planner:
-        """The first writer of the resolution order that works (`load_first_model`), each step said.
-
-        Raises NoModel when a server was asked for and does not answer.
-        """
-        skills = bundled_skills() if skills is None else skills
-        writer = load_first_model(
-            requested, download=download, server=server, gpu_layers=gpu_layers, say=say
-        )
-        if writer is None:
-            say("planner: no model; planning with patterns")
-        return cls(writer, skills, say)
+    def __post_init__(self) -> None:
+        if self.writer is None:
+            self.say("planner: no model; planning with patterns")
 
     async def plan(
         self,

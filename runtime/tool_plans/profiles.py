@@ -19,8 +19,8 @@ from typing import Any
 
 from ...generated import PLAN
 from ...generated.tool_plans import Plan
-from ..core.errors import ContractError
-from ..core.profiles import Bounds, Deriver, ProfileBug, contract_profile
+from ..core.errors import ContractError, ProfileBug
+from ..core.profiles import Bounds, Deriver, contract_profile
 from ..core.validation import decode
 from ..engine.executor import check_plan
 from ..engine.skills import SkillSet, bundled_skills

@@ -17,7 +17,8 @@ from pathlib import Path
 from memories import MEMORY_FILE, load_memories
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.engine.script_io import DataFile, Reply, ScriptFailure, run_script
+from plancontracts.runtime.core.errors import ScriptFailure
+from plancontracts.runtime.engine.script_io import DataFile, Reply, run_script
 
 LIMIT = 5
 

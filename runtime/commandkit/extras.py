@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
-from .base import UsageError
+from ..core.errors import UsageError
 from .options import uses_server
 
 __all__ = ["EXTRAS", "missing_modules", "require_extra", "writer_extra"]

@@ -45,7 +45,7 @@ def stopped(why: str, status: int) -> int:
     the interpreter's teardown would free llama.cpp under it and crash, so
     then the process exits here, without that teardown.
     """
-    from ..model.generation import generating  # light: llama.cpp is imported on use
+    from ..model.local import generating  # light: llama.cpp is imported on use
 
     say(why)
     if generating():

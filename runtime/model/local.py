@@ -1,7 +1,7 @@
-"""A local model writing JSON under a decoding profile, with Outlines and llguidance.
+"""A local model writing JSON under a decoding profile, with Outlines and llguidance: a Writer.
 
-    writer = ModelWriter.load(path)                 # once per process
-    document = writer.write(prompt, profile.schema) # a dict, or GenerationFailed
+    model = LocalModel.load(path)                   # once per process
+    document = model.write(prompt, profile.schema)  # a dict, or GenerationFailed
 
 The model (llama-cpp-python) is loaded once; the compiled constraint for a
 schema is built once and reused for every later call with the same schema
@@ -21,41 +21,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any
 
 import trio
 
-from ..core.errors import PlanContractsError
+from ..core.errors import GenerationFailed
 from .chat import Message, render_chat
-from .resolution import (
-    NoModel,
-    NotAModel,
-    ServerSettings,
-    candidates,
-    check_gguf,
-    chosen_server,
-)
+from .writer import profile_accepts
 
-if TYPE_CHECKING:
-    from .writer import Writer
-
-__all__ = [
-    "GenerationFailed",
-    "ModelWriter",
-    "NoModel",
-    "generating",
-    "load_first_model",
-    "load_model",
-    "offload_layers",
-    "profile_accepts",
-    "say_on_stderr",
-]
+__all__ = ["LocalModel", "generating", "offload_layers", "where_it_runs"]
 
 CACHED_CONSTRAINTS = 8
 
@@ -88,12 +66,8 @@ def generating() -> bool:
     return _workers.any()
 
 
-class GenerationFailed(PlanContractsError):
-    """The model produced no document the schema accepts; the message says what it wrote."""
-
-
 @dataclass
-class ModelWriter:
+class LocalModel:
     """One loaded model and the compiled constraints built for it."""
 
     path: Path
@@ -114,7 +88,7 @@ class ModelWriter:
         context: int = 8192,
         threads: int | None = None,
         gpu_layers: int | None = None,
-    ) -> ModelWriter:
+    ) -> LocalModel:
         """Load the GGUF model at `path`. Raises ValueError when llama.cpp cannot load it.
 
         `gpu_layers` layers are offloaded to the GPU, -1 for all; None means
@@ -278,22 +252,6 @@ class _KeepingEvaluatedPrefix:
         """Keep the evaluated tokens; `Llama.generate` reuses what the next prompt shares."""
 
 
-def profile_accepts(document: object, schema: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
-    """Whether `document` is a JSON object `schema` accepts: the check on every model's answer.
-
-    Constrained decoding should make it hold by construction; a backend that
-    fails silently, or a server that drops a constraint, is caught here.
-    """
-    from jsonschema import Draft202012Validator
-
-    return isinstance(document, dict) and Draft202012Validator(schema).is_valid(document)
-
-
-def say_on_stderr(line: str) -> None:
-    """Say one line on standard error, at once: how models report the steps they take."""
-    print(line, file=sys.stderr, flush=True)
-
-
 def offload_layers(gpu_layers: int | None) -> int:
     """The layers to offload for `--gpu-layers` (`gpu_layers`; None: all, where the build can).
 
@@ -307,7 +265,7 @@ def offload_layers(gpu_layers: int | None) -> int:
     return -1 if gpu_layers is None else gpu_layers
 
 
-def _where_it_runs(gpu_layers: int | None) -> str:
+def where_it_runs(gpu_layers: int | None) -> str:
     import llama_cpp
 
     if not llama_cpp.llama_supports_gpu_offload():
@@ -316,69 +274,3 @@ def _where_it_runs(gpu_layers: int | None) -> str:
     if layers == 0:
         return "on the CPU (--gpu-layers 0)"
     return "with all layers on the GPU" if layers < 0 else f"with {layers} layers on the GPU"
-
-
-def load_first_model(
-    requested: str | None = None,
-    *,
-    download: bool = True,
-    server: ServerSettings | None = None,
-    gpu_layers: int | None = None,
-    environ: Mapping[str, str] | None = None,
-    say: Callable[[str], None] = say_on_stderr,
-) -> Writer | None:
-    """The first writer of the resolution order that works, or None; each step said in one line.
-
-    The order: an explicit server (`server.url`), an explicit model
-    (`requested`), the `PLANCONTRACTS_SERVER` environment variable, then the
-    local model files of `runtime.model.resolution` (`PLANCONTRACTS_MODEL`,
-    the cache, a download, the packaged model). A local candidate that is not
-    a GGUF model, or that llama.cpp cannot load, is reported and the next one
-    tried; a server that was asked for and does not answer raises NoModel
-    (falling back to a local model would hide it). `server` also carries how
-    a server is asked; `gpu_layers` how a local model is loaded
-    (`offload_layers`).
-    """
-    environ = os.environ if environ is None else environ
-    chosen = chosen_server(requested, server.url if server else None, environ)
-    if chosen is not None:
-        from .served import ServedModel
-
-        url, source = chosen
-        settings = server or ServerSettings()
-        return ServedModel.connect(settings, url=url, source=source, environ=environ, say=say)
-    for candidate in candidates(requested, download=download, environ=environ, say=say):
-        try:
-            check_gguf(candidate.path)
-            writer = ModelWriter.load(candidate.path, gpu_layers=gpu_layers)
-        except (NotAModel, ValueError) as error:
-            say(f"model: {candidate.path} cannot be used: {error}")
-            continue
-        say(f"model: loaded {candidate.path.name} {_where_it_runs(gpu_layers)}")
-        return writer
-    return None
-
-
-def load_model(
-    requested: str | None = None,
-    *,
-    needs: str,
-    download: bool = True,
-    server: ServerSettings | None = None,
-    gpu_layers: int | None = None,
-    say: Callable[[str], None] = say_on_stderr,
-) -> Writer:
-    """`load_first_model`, for work that cannot go on without a model.
-
-    Raises NoModel when none loads, its message saying that `needs` (such
-    as `planning blocks need one`) and how to get a model.
-    """
-    writer = load_first_model(
-        requested, download=download, server=server, gpu_layers=gpu_layers, say=say
-    )
-    if writer is None:
-        raise NoModel(
-            f"no model could be loaded, and {needs}; install the small model "
-            "(pip install 'plancontracts[small-model]'), give --model, or give --server"
-        )
-    return writer

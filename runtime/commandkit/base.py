@@ -9,7 +9,7 @@ from typing import Protocol, TextIO
 
 import msgspec
 
-from ..core.errors import PlanContractsError, printable
+from ..core.errors import StreamError, UsageError, printable
 
 __all__ = [
     "EXIT_INVALID",
@@ -30,14 +30,6 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(PlanContractsError):
-    """The command line is wrong; the message says how (exit status 2)."""
-
-
-class StreamError(PlanContractsError):
-    """A stream the command reads or writes (standard input or output, a log) cannot be used."""
 
 
 class Output(Protocol):

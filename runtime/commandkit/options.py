@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..core.rules import Rules
+from ..model.choice import ModelChoice
 
 # The choice of a model is light to import; the client (runtime.model.served) is not.
 from ..model.resolution import API_KEY_VARIABLE as API_KEY
@@ -26,7 +26,7 @@ __all__ = [
     "add_model_options",
     "add_skill_options",
     "bounded_int",
-    "model_options",
+    "model_choice",
     "positive_int",
     "seconds",
     "server_address",
@@ -73,7 +73,7 @@ def add_model_options(command: argparse.ArgumentParser, *, seed: str) -> None:
 
     --model, --seed (helped by `seed`), --no-download and --gpu-layers for a
     local model; --server, --served-model, --response-format, --in-flight
-    and --server-timeout for a model server. `model_options` reads them.
+    and --server-timeout for a model server. `model_choice` reads them.
     """
     command.add_argument(
         "--model",
@@ -126,20 +126,20 @@ def add_model_options(command: argparse.ArgumentParser, *, seed: str) -> None:
     )
 
 
-def model_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of the families' `start` and `load_first_model`, from the options."""
-    return {
-        "requested": args.model,
-        "download": not args.no_download,
-        "gpu_layers": args.gpu_layers,
-        "server": ServerSettings(
+def model_choice(args: argparse.Namespace) -> ModelChoice:
+    """The model the options of `add_model_options` choose."""
+    return ModelChoice(
+        model=args.model,
+        download=not args.no_download,
+        gpu_layers=args.gpu_layers,
+        server=ServerSettings(
             url=args.server,
             model=args.served_model,
             in_flight=args.in_flight,
             timeout=args.server_timeout,
             response_format=args.response_format,
         ),
-    }
+    )
 
 
 def uses_server(args: argparse.Namespace) -> bool:

@@ -14,10 +14,16 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..core.errors import Violation, shown
-from ..core.jsontext import MalformedJSON, parse
-from ..core.tools import ToolValidationError
-from .base import EXIT_INVALID, EXIT_OK, Output, StreamError, UsageError, label, reason
+from ..core.errors import (
+    MalformedJSON,
+    StreamError,
+    ToolValidationError,
+    UsageError,
+    Violation,
+    shown,
+)
+from ..core.jsontext import parse
+from .base import EXIT_INVALID, EXIT_OK, Output, label, reason
 from .inputs import lines_of, opened, unreadable
 
 __all__ = ["CALL_SHAPE", "Call", "Done", "NoCall", "outcome", "read_call", "run_calls"]

@@ -7,8 +7,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from ..core.errors import Violation
-from .base import StreamError, UsageError, reason, say, standard_input
+from ..core.errors import StreamError, UsageError, Violation
+from .base import reason, say, standard_input
 
 __all__ = [
     "lines_of",
