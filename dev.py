@@ -121,7 +121,7 @@ def everything() -> list[object]:
 
 
 def canonical(name: str) -> str:
-    """A distribution's name as PEP 503 normalises it: `Jinja2` is `jinja2`, `a_b` is `a-b`."""
+    """A distribution's name as PEP 503 normalizes it: `Jinja2` is `jinja2`, `a_b` is `a-b`."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -45,7 +45,7 @@ from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
-from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans.agent import Planner
 from plancontracts.runtime.tool_plans.profiles import plan_profile
 from plancontracts.runtime.tool_plans.prompts import narrator_messages
 

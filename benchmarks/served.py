@@ -69,7 +69,7 @@ from plancontracts.runtime.model import (
     load_first_writer,
 )
 from plancontracts.runtime.model.served import ServedModel
-from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans.agent import Planner
 
 WARM_UP = "I shout for help"
 "Planned first, and not measured: it evaluates the long system prompt once."

@@ -31,7 +31,7 @@ from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_writer
 from plancontracts.runtime.planning_blocks.blocks import normalize_block
 from plancontracts.runtime.planning_blocks.mechanics import Mode
 from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, rules_in
-from plancontracts.runtime.planning_blocks.thinking import Thinker
+from plancontracts.runtime.planning_blocks.agent import Thinker
 
 SITUATIONS = [
     "A bored guard watches the only bridge into town at dusk",

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from plancontracts import decode
-from plancontracts.runtime.planning_blocks.mechanics import mode_of
+from plancontracts.runtime.planning_blocks import mode_of
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 

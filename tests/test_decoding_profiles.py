@@ -16,7 +16,7 @@ from plancontracts import contract_names, violations
 from plancontracts.runtime.core.profiles import WHITESPACE, Bounds, contract_profile
 from plancontracts.runtime.core.rules import rules_of
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
-from plancontracts.runtime.tool_plans.profiles import plan_profile
+from plancontracts.runtime.tool_plans import plan_profile
 
 SKILLS = sorted(bundled_skills().skills)
 

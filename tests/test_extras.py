@@ -20,7 +20,7 @@ OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
 
 
 def canonical(name: str) -> str:
-    """A distribution's name as PEP 503 normalises it."""
+    """A distribution's name as PEP 503 normalizes it."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -40,25 +40,31 @@ from plancontracts.generated.goal_plans import (
     StepProposal,
 )
 from plancontracts.runtime.core.errors import TooManyGoals
-from plancontracts.runtime.goal_plans.planner import Planner, PlanRequest, fallback_steps
-from plancontracts.runtime.goal_plans.rules import MAX_REPLANS
-from plancontracts.runtime.goal_plans.simulation import CycleReport, Happening, Person
-from plancontracts.runtime.goal_plans.system import (
+from plancontracts.runtime.goal_plans import (
     ABANDONED,
-    CONFIDENCE_PER_ABANDONED_PLAN,
     HORIZONS,
     MAX_GOALS,
+    MAX_REPLANS,
     OVERRIDDEN,
+    STUCK,
+    CycleReport,
+    GoalPlanner,
+    Happening,
+    Person,
+    PlanningSystem,
+    PlanRequest,
+    StepOutcome,
+    directive,
+    fallback_steps,
+    follows,
+)
+from plancontracts.runtime.goal_plans.session import (
+    CONFIDENCE_PER_ABANDONED_PLAN,
     OVERRIDES_TO_REPLAN,
     PROGRESS_PER_COMPLETED_PLAN,
     READY_BELOW,
-    STUCK,
     STUCK_MULTIPLIER,
-    PlanningSystem,
-    StepOutcome,
     completed_steps,
-    directive,
-    follows,
 )
 
 NOW = 1770000000.0
@@ -79,7 +85,7 @@ def output(*hints: str, cycles: int = 1) -> GoalPlanOutput:
 
 
 @dataclass
-class Recording(Planner):
+class Recording(GoalPlanner):
     """The planner, scripted, remembering every request it was asked to write steps for."""
 
     requests: list[PlanRequest] = field(default_factory=list)
@@ -750,7 +756,7 @@ def test_validate_reports_a_goal_plans_rules() -> None:
 
 
 def test_the_fallback_keeps_a_person_going_without_any_model() -> None:
-    someone = Person(PlanningSystem(clock=lambda: NOW), Planner())
+    someone = Person(PlanningSystem(clock=lambda: NOW), GoalPlanner())
     add(someone, goal("Have enough food for the week"))
     plan = someone.system.plans[0]
     assert [s.action_hint for s in plan.steps] == [

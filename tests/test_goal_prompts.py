@@ -39,25 +39,25 @@ from plancontracts.generated.goal_plans import (
 )
 from plancontracts.runtime.core.contracts import field_bound
 from plancontracts.runtime.core.validation import convert
-from plancontracts.runtime.goal_plans.planner import (
+from plancontracts.runtime.goal_plans import (
+    OVERRIDDEN,
     PLAN_BOUNDS,
-    Context,
-    Planner,
+    Circumstances,
+    GoalPlanner,
     PlanRequest,
     fallback_steps,
     output_profile,
     plan_messages,
 )
-from plancontracts.runtime.goal_plans.system import OVERRIDDEN
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
 
 HORIZONS: tuple[Horizon, ...] = get_args(Horizon)
-MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
-MOST_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
+MAX_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
+MAX_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
 
 GOAL = Goal(description="Have enough food for the week", horizon="short", source_needs=["hunger"])
-CONTEXT = Context(
+CONTEXT = Circumstances(
     needs={"hunger": 30, "sleep": 70},
     emotions={"joy": 40, "fear": 10},
     world={"location": "Jenbina's House", "time_of_day": "morning", "weather": "sunny"},
@@ -90,7 +90,7 @@ PLAN = PlanRequest(GOAL, CONTEXT)
 REPLAN = PlanRequest(
     GOAL, CONTEXT, completed=[FOUND_A_JOB], failed=WORK, reason=OVERRIDDEN, pending=[GROCERIES]
 )
-EMPTY = PlanRequest(GOAL, Context())
+EMPTY = PlanRequest(GOAL, Circumstances())
 REQUESTS = {"plan": PLAN, "replan": REPLAN, "empty-context": EMPTY}
 
 
@@ -217,7 +217,7 @@ def test_hostile_inputs_stay_on_their_own_line() -> None:
     hostile_step = GoalStep(
         description=HOSTILE, action_hint="work\n\nLessons", expected_outcome="money"
     )
-    context = Context(
+    context = Circumstances(
         needs={"hunger": 30},
         emotions={"joy": 40},
         world={"location": HOSTILE},
@@ -229,7 +229,7 @@ def test_hostile_inputs_stay_on_their_own_line() -> None:
     )
     plain = PlanRequest(
         Goal(description="x", horizon="mid"),
-        Context(
+        Circumstances(
             needs={"hunger": 30},
             emotions={"joy": 40},
             world={"location": "x"},
@@ -277,15 +277,15 @@ def test_the_profile_is_closed_and_bounded_by_the_contract() -> None:
     profile = output_profile()
     Draft202012Validator.check_schema(profile)
     steps = profile["properties"]["steps"]
-    assert (steps["minItems"], steps["maxItems"]) == (2, MOST_STEPS) == (2, 6)
+    assert (steps["minItems"], steps["maxItems"]) == (2, MAX_STEPS) == (2, 6)
     step = steps["items"]
     names = [member.name for member in msgspec.structs.fields(StepProposal)]
     assert sorted(step["required"]) == sorted(step["properties"]) == sorted(names)
     for name in names:
         node = step["properties"][name]
         if name == "estimated_cycles":
-            assert node == {"type": "integer", "minimum": 1, "maximum": MOST_CYCLES}
-            assert MOST_CYCLES == 5
+            assert node == {"type": "integer", "minimum": 1, "maximum": MAX_CYCLES}
+            assert MAX_CYCLES == 5
         else:
             assert node["type"] == "string"
             assert node["minLength"] == 1
@@ -319,7 +319,7 @@ def test_the_fallback_plan() -> None:
             "work at have enough food for the week",
         ),
     ]
-    same = PlanRequest(Goal(description=GOAL.description, horizon="short"), Context())
+    same = PlanRequest(Goal(description=GOAL.description, horizon="short"), Circumstances())
     assert fallback_steps(same) == output == fallback_steps(PLAN)
 
 
@@ -353,10 +353,10 @@ def test_a_fallback_retry_that_fails_again_is_tried_again_once_more() -> None:
 
 
 def test_a_fallback_replan_with_nothing_pending_works_at_the_goal() -> None:
-    stuck = msgspec.structs.replace(WORK, estimated_cycles=MOST_CYCLES)
+    stuck = msgspec.structs.replace(WORK, estimated_cycles=MAX_CYCLES)
     output = fallback_steps(PlanRequest(GOAL, CONTEXT, failed=stuck, reason=OVERRIDDEN))
     assert convert(GOAL_PLAN_OUTPUT, as_json(output)) == output
-    assert [step.estimated_cycles for step in output.steps] == [MOST_CYCLES, 3]
+    assert [step.estimated_cycles for step in output.steps] == [MAX_CYCLES, 3]
     assert output.steps[1].description == "Work at the goal: Have enough food for the week"
 
 
@@ -376,7 +376,7 @@ STEPS = st.builds(
     description=texts(200),
     action_hint=texts(80),
     expected_outcome=texts(200),
-    estimated_cycles=st.integers(1, MOST_CYCLES),
+    estimated_cycles=st.integers(1, MAX_CYCLES),
 )
 
 
@@ -405,9 +405,9 @@ def test_the_fallback_always_writes_a_valid_output(
         failed.action_hint,
         failed.expected_outcome,
     )
-    assert retry.estimated_cycles == min(MOST_CYCLES, failed.estimated_cycles + 1)
-    assert len(output.steps) == min(MOST_STEPS, max(2, 1 + len(pending)))
-    kept = [proposal(step) for step in pending[: MOST_STEPS - 1]]
+    assert retry.estimated_cycles == min(MAX_CYCLES, failed.estimated_cycles + 1)
+    assert len(output.steps) == min(MAX_STEPS, max(2, 1 + len(pending)))
+    kept = [proposal(step) for step in pending[: MAX_STEPS - 1]]
     assert rest[: len(kept)] == kept
 
 
@@ -422,12 +422,12 @@ def writer(packaged_model: LocalModel) -> LocalModel:
 @pytest.mark.parametrize("kind", ["plan", "replan"])
 def test_the_model_writes_the_steps(writer: LocalModel, kind: str) -> None:
     said: list[str] = []
-    planner = Planner(load=lambda: writer, say=said.append, seed=3)
+    planner = GoalPlanner(load=lambda: writer, say=said.append, seed=3)
     output, source = trio.run(functools.partial(planner.steps, REQUESTS[kind]))
     assert (source, said) == ("model", [])
     assert isinstance(output, GoalPlanOutput)
     assert convert(GOAL_PLAN_OUTPUT, as_json(output)) == output
-    assert 2 <= len(output.steps) <= MOST_STEPS
+    assert 2 <= len(output.steps) <= MAX_STEPS
     for step in output.steps:
         assert len(step.description) <= PLAN_BOUNDS.string
         assert len(step.expected_outcome) <= PLAN_BOUNDS.string
@@ -456,14 +456,14 @@ def check_plan_command(arguments: list[str], writer: str) -> GoalPlan:
 
 def test_goals_plan_with_the_model(writer: LocalModel) -> None:
     plan = check_plan_command(["--no-download"], "model")
-    assert 2 <= len(plan.steps) <= MOST_STEPS
+    assert 2 <= len(plan.steps) <= MAX_STEPS
 
 
 def test_goals_plan_with_the_fallback() -> None:
     plan = check_plan_command(["--fallback"], "fallback")
     expected = fallback_steps(
         PlanRequest(
-            Goal(description=GOAL.description, horizon="short"), Context(needs={"hunger": 30})
+            Goal(description=GOAL.description, horizon="short"), Circumstances(needs={"hunger": 30})
         )
     )
     assert [proposal(step) for step in plan.steps] == expected.steps

@@ -29,11 +29,8 @@ from plancontracts import (
     decode,
 )
 from plancontracts.generated.goal_plans import Goal, GoalPlan, GoalPlanOutput, Horizon
-from plancontracts.runtime.goal_plans.system import (
-    CONFIDENCE_PER_ABANDONED_PLAN,
-    PlanningSystem,
-    StepOutcome,
-)
+from plancontracts.runtime.goal_plans import PlanningSystem, StepOutcome
+from plancontracts.runtime.goal_plans.session import CONFIDENCE_PER_ABANDONED_PLAN
 
 # The upstream's trace did not say the goal's horizon; one goal alone is planned, so
 # any horizon replays the same. Its plans are compared without the field it lacked.

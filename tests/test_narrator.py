@@ -19,8 +19,8 @@ from plancontracts import PLAN_ATTEMPT, contract_schema, convert, decode, violat
 from plancontracts.generated.tool_plans import Plan, PlanAttempt, PlanMetadata, ToolInvocation
 from plancontracts.runtime.engine.limits import Limits
 from plancontracts.runtime.engine.skills import SkillSet, discover_skills
-from plancontracts.runtime.tool_plans.narrator import Turn, fallback_narration, play_turn
-from plancontracts.runtime.tool_plans.planner import Planner
+from plancontracts.runtime.tool_plans import Planner, Turn, play_turn
+from plancontracts.runtime.tool_plans.narrator import fallback_narration
 from plancontracts.skills import BUNDLED_SKILLS
 
 FAULTS = Path(__file__).parent / "fault_skills"

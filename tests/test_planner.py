@@ -44,10 +44,14 @@ from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.model.resolution import DEFAULT_MODEL, check_gguf
-from plancontracts.runtime.tool_plans.narrator import Attempt, attempt_record
-from plancontracts.runtime.tool_plans.planner import Planner
-from plancontracts.runtime.tool_plans.profiles import plan_profile
-from plancontracts.runtime.tool_plans.prompts import narrator_messages, what_failed
+from plancontracts.runtime.tool_plans import (
+    Attempt,
+    Planner,
+    attempt_record,
+    narrator_messages,
+    plan_profile,
+    what_failed,
+)
 
 FAKE_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(1000)
 # A schema that makes the model write at length: at least 2,000 characters,
@@ -87,15 +91,16 @@ def resolve(env: dict[str, str], *args: str) -> list[str]:
 # Where the model comes from ------------------------------------------------------------
 
 
-def test_an_explicit_path_comes_first(tmp_path: Path, model_file: Path) -> None:
-    lines = resolve({"HF_HUB_CACHE": str(tmp_path)}, str(model_file))
-    assert lines[0] == f"model: {model_file} (--model)"
-    assert lines[1] == f"FOUND {model_file} (--model)"
+def test_an_explicit_path_comes_first(tmp_path: Path) -> None:
+    model = model_file()
+    lines = resolve({"HF_HUB_CACHE": str(tmp_path)}, str(model))
+    assert lines[0] == f"model: {model} (--model)"
+    assert lines[1] == f"FOUND {model} (--model)"
     assert lines[-1].startswith("FOUND ")
     assert lines[-1].endswith("(package)")
 
 
-def test_the_environment_variable_and_unknown_names(tmp_path: Path, model_file: Path) -> None:
+def test_the_environment_variable_and_unknown_names(tmp_path: Path) -> None:
     lines = resolve(
         {"HF_HUB_CACHE": str(tmp_path), "PLANCONTRACTS_MODEL": "gemma3-270m"}, "no-such-model"
     )
@@ -103,7 +108,7 @@ def test_the_environment_variable_and_unknown_names(tmp_path: Path, model_file: 
         "model: 'no-such-model' (--model) is neither a file nor a known name"
     )
     assert lines[1] == "model: gemma3-270m from its package (PLANCONTRACTS_MODEL)"
-    assert lines[2] == f"FOUND {model_file} (PLANCONTRACTS_MODEL)"
+    assert lines[2] == f"FOUND {model_file()} (PLANCONTRACTS_MODEL)"
 
 
 def test_a_prepared_hugging_face_cache_is_used_without_network(tmp_path: Path) -> None:
@@ -157,12 +162,12 @@ def test_a_download_goes_through_the_hub_client(tmp_path: Path, hub: tuple[str, 
     assert f"GET /{DEFAULT_MODEL.repo_id}/resolve/main/{DEFAULT_MODEL.filename}" in requests
 
 
-def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path, model_file: Path) -> None:
+def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
     text = tmp_path / "notes.gguf"
     text.write_text("not a model")
     with pytest.raises(NotAModel, match="not a GGUF model file"):
         check_gguf(text)
-    check_gguf(model_file)
+    check_gguf(model_file())
 
 
 @pytest.mark.model

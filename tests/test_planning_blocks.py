@@ -25,15 +25,18 @@ from schema_strategies import JSON_VALUES
 from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
 from plancontracts.runtime.core.jsontext import parse
-from plancontracts.runtime.planning_blocks.blocks import ABSENT, Repair, normalize_block
-from plancontracts.runtime.planning_blocks.mechanics import Mode, is_parallel, situational_keys
-from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT
-from plancontracts.runtime.planning_blocks.rules import (
+from plancontracts.runtime.planning_blocks import (
     PLANNING_BLOCK,
     STORY_MODE,
     THINK_MODE,
+    Mode,
+    Repair,
+    normalize_block,
     rules_in,
 )
+from plancontracts.runtime.planning_blocks.blocks import ABSENT
+from plancontracts.runtime.planning_blocks.mechanics import is_parallel, situational_keys
+from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT
 
 
 def story_block() -> dict[str, Any]:

@@ -30,6 +30,7 @@ from plancontracts.generated.planning_blocks import (
     RiskLevel,
 )
 from plancontracts.runtime.core.keys import snake_case
+from plancontracts.runtime.planning_blocks import Mode, mode_of, roll_check, rules_in
 from plancontracts.runtime.planning_blocks.mechanics import (
     COMPLEXITY_DC,
     FAILURE_TIERS,
@@ -39,7 +40,6 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     EarlyBreak,
     GameClock,
     Loot,
-    Mode,
     Reattempt,
     advance,
     check_outcome,
@@ -49,7 +49,6 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     freeze,
     freeze_hours,
     loot,
-    mode_of,
     parallel_dc_modifier,
     parallel_option_time,
     parallel_time,
@@ -57,11 +56,9 @@ from plancontracts.runtime.planning_blocks.mechanics import (
     quality_tier,
     reattempt,
     reward_multiplier,
-    roll_check,
     thaw,
     topic_key,
 )
-from plancontracts.runtime.planning_blocks.rules import rules_in
 
 LAST = 2**53 - 1
 LATEST_FREEZE = LAST - 24 * HOUR

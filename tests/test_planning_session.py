@@ -19,19 +19,14 @@ from hypothesis import strategies as st
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import PlanningSession
 from plancontracts.runtime.commandkit import DEFAULT_MAX_BYTES
+from plancontracts.runtime.planning_blocks import Thought, after_thought, may_think, new_session
 from plancontracts.runtime.planning_blocks.mechanics import (
     HOUR,
     RolledCheck,
     check_outcome,
     freeze_hours,
 )
-from plancontracts.runtime.planning_blocks.session import (
-    MINUTE,
-    after_thought,
-    may_think,
-    new_session,
-)
-from plancontracts.runtime.planning_blocks.thinking import Thought
+from plancontracts.runtime.planning_blocks.session import MINUTE
 
 BLOCK = decode(
     "planning-block",

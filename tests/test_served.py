@@ -32,16 +32,9 @@ from schema_strategies import mutated, valid_documents
 from plancontracts import decode
 from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
 from plancontracts.runtime.engine.skills import bundled_skills
-from plancontracts.runtime.model import ModelChoice, load_first_writer
-from plancontracts.runtime.model.served import (
-    MAX_RESPONSE_BYTES,
-    ServedModel,
-    ServerSettings,
-    api_base,
-    portable,
-)
-from plancontracts.runtime.tool_plans.planner import Planner
-from plancontracts.runtime.tool_plans.profiles import plan_profile
+from plancontracts.runtime.model import ModelChoice, ServerSettings, load_first_writer
+from plancontracts.runtime.model.served import MAX_RESPONSE_BYTES, ServedModel, api_base, portable
+from plancontracts.runtime.tool_plans import Planner, plan_profile
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

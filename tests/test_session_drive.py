@@ -24,29 +24,30 @@ from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
 from plancontracts import SESSION_PLAN, SESSION_SETUP_PLAN, decode
+from plancontracts.generated.session_plans import SessionPlan
 from plancontracts.runtime.core.errors import ContractError, GenerationFailed
+from plancontracts.runtime.core.sessions import ToolCall
 from plancontracts.runtime.core.validation import convert
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
-from plancontracts.runtime.session_plans.drive import (
-    RECENT_CALLS,
+from plancontracts.runtime.session_plans import (
+    MAX_OBJECTIVE,
+    TOOLS,
     Drive,
     Driver,
-    ToolCall,
+    PlanSession,
     call_profile,
     checked_objective,
     drive_messages,
     open_tools,
 )
-from plancontracts.runtime.session_plans.session import Session
-from plancontracts.runtime.session_plans.steps import MAX_OBJECTIVE
-from plancontracts.runtime.session_plans.tools import TOOLS
+from plancontracts.runtime.session_plans.prompts import RECENT_CALLS
 
 OBJECTIVE = "Triage the open bug reports"
 
 
-def a_session(*calls: tuple[str, dict[str, Any]]) -> Session:
-    session = Session()
+def a_session(*calls: tuple[str, dict[str, Any]]) -> PlanSession:
+    session = PlanSession()
     for tool, arguments in calls:
         assert session.call(tool, arguments).ok
     return session
@@ -133,12 +134,14 @@ def test_an_objective_is_not_empty_nor_longer_than_a_plans(text: str, message: s
 # The prompt ---------------------------------------------------------------------------------
 
 
-def made(session: Session, tool: str, arguments: dict[str, Any]) -> ToolCall:
+def made(
+    session: PlanSession, tool: str, arguments: dict[str, Any]
+) -> ToolCall[SessionPlan | None]:
     return ToolCall(tool, arguments, session.call(tool, arguments))
 
 
 def test_the_drive_prompt(markdown_snapshot: SnapshotAssertion) -> None:
-    session = Session()
+    session = PlanSession()
     calls = [
         made(session, "planning_add_step", {"steps": [{"title": "List"}]}),
         made(session, *SET_UP),
@@ -171,7 +174,7 @@ def driver(packaged_model: LocalModel) -> Driver:
 
 
 def test_the_model_keeps_a_plan_with_calls_that_are_all_well_formed(driver: Driver) -> None:
-    seen: list[ToolCall] = []
+    seen: list[ToolCall[SessionPlan | None]] = []
     drive = trio.run(lambda: driver.drive(OBJECTIVE, max_calls=4, seed=3, on_call=seen.append))
     assert drive.calls == seen
     assert 1 <= len(drive.calls) <= 4

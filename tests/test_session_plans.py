@@ -50,10 +50,16 @@ from plancontracts.runtime.core.errors import (
     ToolValidationError,
     UnknownToolError,
 )
-from plancontracts.runtime.session_plans.rules import RULES
-from plancontracts.runtime.session_plans.session import CallResult, Session
-from plancontracts.runtime.session_plans.steps import MAX_NOTES, MAX_STEPS, step_id, step_number
-from plancontracts.runtime.session_plans.tools import TOOLS
+from plancontracts.runtime.core.sessions import CallResult
+from plancontracts.runtime.session_plans import (
+    MAX_NOTES,
+    MAX_STEPS,
+    RULES,
+    TOOLS,
+    PlanSession,
+    step_id,
+    step_number,
+)
 
 SETUP = TOOLS.taking(SESSION_SETUP_PLAN).name
 ADD = TOOLS.taking(SESSION_ADD_STEP).name
@@ -80,13 +86,13 @@ OPEN_STATUSES = [status for status in STEP_STATUSES if status != DONE]
 # Helpers --------------------------------------------------------------------------------
 
 
-def succeeded(session: Session, tool: str, arguments: Any) -> CallResult:
+def succeeded(session: PlanSession, tool: str, arguments: Any) -> CallResult[SessionPlan | None]:
     """Call `tool`, which must succeed: one new snapshot if it changes the plan, none otherwise."""
     before = session.history
     done = session.call(tool, arguments)
     assert done.ok, done.message
     assert done.error is None
-    assert done.plan is session.latest
+    assert done.state is session.latest
     if tool == READ:
         assert _same(session.history, before)
         assert done.result is session.latest
@@ -99,7 +105,7 @@ def succeeded(session: Session, tool: str, arguments: Any) -> CallResult:
     return done
 
 
-def refused(session: Session, tool: str, arguments: Any) -> ToolValidationError:
+def refused(session: PlanSession, tool: str, arguments: Any) -> ToolValidationError:
     """Call `tool`, which must be refused, and leave the session exactly as it was."""
     latest, history = session.latest, session.history
     done = session.call(tool, arguments)
@@ -107,7 +113,7 @@ def refused(session: Session, tool: str, arguments: Any) -> ToolValidationError:
     assert done.error is not None
     assert done.result is None
     assert done.message == str(done.error)
-    assert done.plan is latest
+    assert done.state is latest
     assert session.latest is latest
     assert _same(session.history, history)
     return done.error
@@ -122,14 +128,14 @@ def new_steps(*titles: str) -> list[dict[str, Any]]:
     return [{"title": title} for title in titles]
 
 
-def set_up(*titles: str, objective: str = "Triage the open bug reports") -> Session:
+def set_up(*titles: str, objective: str = "Triage the open bug reports") -> PlanSession:
     """A session whose plan has a step of each title."""
-    session = Session()
+    session = PlanSession()
     succeeded(session, SETUP, {"objective": objective, "initial_steps": new_steps(*titles)})
     return session
 
 
-def completed(*titles: str) -> Session:
+def completed(*titles: str) -> PlanSession:
     """A session whose plan has a step of each title, every one done."""
     session = set_up(*titles)
     for number in range(1, len(titles) + 1):
@@ -139,7 +145,7 @@ def completed(*titles: str) -> Session:
     return session
 
 
-def latest(session: Session) -> SessionPlan:
+def latest(session: PlanSession) -> SessionPlan:
     assert session.latest is not None
     return session.latest
 
@@ -167,7 +173,7 @@ def test_a_step_starts_pending_whether_set_up_or_added() -> None:
 
 
 def test_blank_details_are_no_details() -> None:
-    session = Session()
+    session = PlanSession()
     done = succeeded(
         session,
         SETUP,
@@ -182,7 +188,7 @@ def test_blank_details_are_no_details() -> None:
 
 
 def test_blank_details_in_an_update_leave_the_details_as_they_were() -> None:
-    session = Session()
+    session = PlanSession()
     succeeded(
         session, SETUP, {"objective": "Ship", "initial_steps": [{"title": "Build", "details": "d"}]}
     )
@@ -272,7 +278,7 @@ def test_the_plan_completes_only_when_every_step_is_done() -> None:
 
 
 def test_a_plan_may_be_set_up_with_no_steps_and_get_them_later() -> None:
-    session = Session()
+    session = PlanSession()
     done = succeeded(session, SETUP, {"objective": "Ship"})
     assert done.message == "The plan is set up and active, with no steps yet."
     assert latest(session) == SessionPlan(objective="Ship", status="active", steps=())
@@ -281,7 +287,7 @@ def test_a_plan_may_be_set_up_with_no_steps_and_get_them_later() -> None:
 
 
 def test_clearing_without_a_plan_or_twice_is_refused() -> None:
-    session = Session()
+    session = PlanSession()
     error = refused(session, CLEAR, {})
     assert (error.field, str(error)) == (None, "there is no plan to clear")
     succeeded(session, SETUP, {"objective": "Ship", "initial_steps": new_steps("Build")})
@@ -336,7 +342,7 @@ def test_an_abandoned_plan_takes_no_steps_updates_or_marks() -> None:
     ],
 )
 def test_every_tool_but_setup_and_clear_needs_a_plan(tool: str, arguments: Any) -> None:
-    error = refused(Session(), tool, arguments)
+    error = refused(PlanSession(), tool, arguments)
     assert error.field is None
     assert str(error) == f"there is no plan yet: set one up with {SETUP} first"
 
@@ -363,7 +369,7 @@ def test_a_setup_past_s999_is_refused_by_the_schema() -> None:
     most = field_bound(SessionSetupPlan, "initial_steps", "max_length")
     assert most == MAX_STEPS
     error = refused(
-        Session(), SETUP, {"objective": "Ship", "initial_steps": new_steps(*["S"] * (most + 1))}
+        PlanSession(), SETUP, {"objective": "Ship", "initial_steps": new_steps(*["S"] * (most + 1))}
     )
     assert error.field == "/initial_steps"
     assert str(error) == f"initial_steps: has {most + 1} items; at most {most} allowed"
@@ -453,11 +459,11 @@ def test_the_tools_without_values_refuse_some(tool: str) -> None:
     assert str(error) == 'step_id: unknown field "step_id"'
 
 
-# Trimming and normalisation ----------------------------------------------------------------
+# Trimming and normalization ----------------------------------------------------------------
 
 
 def test_surrounding_whitespace_is_trimmed_before_checking() -> None:
-    session = Session()
+    session = PlanSession()
     objective = " " + "o" * OBJECTIVE_MAX + "\n"  # at the limit once trimmed
     done = succeeded(
         session,
@@ -530,7 +536,7 @@ def test_a_blank_required_text_is_refused(
     ],
 )
 def test_a_character_outside_printable_ascii_is_refused_and_named(text: str, named: str) -> None:
-    session = Session()
+    session = PlanSession()
     error = refused(session, SETUP, {"objective": text})
     assert error.field == "/objective"
     assert str(error) == f"objective: holds {named}, not allowed: {description('objective')}"
@@ -587,7 +593,7 @@ def test_a_text_too_long_is_told_its_length_before_any_character_it_holds() -> N
     # Shortening it may drop the character too; and finding the character
     # would mean reading a text of any length, one character at a time.
     objective = "\u00e9" + "o" * OBJECTIVE_MAX
-    error = refused(Session(), SETUP, {"objective": objective})
+    error = refused(PlanSession(), SETUP, {"objective": objective})
     assert error.field == "/objective"
     assert str(error) == (
         f"objective: is {OBJECTIVE_MAX + 1} characters long; at most {OBJECTIVE_MAX} allowed"
@@ -624,7 +630,7 @@ def test_a_value_of_the_wrong_type_is_refused_not_trimmed_into_shape() -> None:
 
 
 def test_the_error_is_a_plancontracts_error_whose_text_the_model_sees() -> None:
-    session = Session()
+    session = PlanSession()
     done = session.call(SETUP, {"objective": ""})
     assert isinstance(done.error, ToolValidationError)
     assert isinstance(done.error, PlanContractsError)
@@ -642,7 +648,7 @@ def test_the_error_is_a_plancontracts_error_whose_text_the_model_sees() -> None:
 
 
 def test_one_snapshot_per_successful_change_none_for_reading_or_refusing() -> None:
-    session = Session()
+    session = PlanSession()
     assert session.latest is None
     empty = session.history
     assert empty == ()
@@ -686,7 +692,7 @@ def test_steps_a_call_leaves_alone_are_shared_with_the_snapshot_before() -> None
 
 
 def test_a_session_keeps_its_newest_snapshots() -> None:
-    session = Session(keep=2)
+    session = PlanSession(keep=2)
     for objective in ("One", "Two", "Three"):
         succeeded(session, SETUP, {"objective": objective})
     assert [plan.objective for plan in session.history] == ["Two", "Three"]
@@ -700,7 +706,7 @@ def test_a_session_keeps_at_least_its_latest_snapshot(keep: int) -> None:
     with pytest.raises(
         ValueError, match=f"a session keeps at least its latest snapshot, not {keep}"
     ):
-        Session(keep=keep)
+        PlanSession(keep=keep)
 
 
 # Rules beyond the schema ---------------------------------------------------------------------
@@ -901,7 +907,7 @@ FIRST_CALLS = mostly(
 def test_random_calls_keep_every_invariant(
     first: list[tuple[str, Any]], calls: list[tuple[str, Any]]
 ) -> None:
-    session = Session()
+    session = PlanSession()
     issued = 0  # the highest step number the current plan has given
     for tool, arguments in first + calls:
         before, history = session.latest, session.history
@@ -943,13 +949,13 @@ def step_numbers(plan: SessionPlan) -> list[int]:
     return numbers
 
 
-def _assert_valid(tool: str, done: CallResult) -> None:
+def _assert_valid(tool: str, done: CallResult[SessionPlan | None]) -> None:
     """The plan after a call, and the call's result, break neither schema nor rule."""
-    assert done.plan is not None
-    plan = json.loads(msgspec.json.encode(done.plan))
+    assert done.state is not None
+    plan = json.loads(msgspec.json.encode(done.state))
     assert list(RULES[SESSION_PLAN.name].find(plan)) == []
     assert violations(SESSION_PLAN, plan) == ()
-    assert decode(SESSION_PLAN, msgspec.json.encode(done.plan)) == done.plan
+    assert decode(SESSION_PLAN, msgspec.json.encode(done.state)) == done.state
     parameters = TOOLS.named(tool).parameters
     result = json.loads(msgspec.json.encode(done.result))
     assert violations(parameters, result) == ()

@@ -24,14 +24,9 @@ from token_counts import with_token_count
 from plancontracts.generated import FAMILIES
 from plancontracts.runtime.core.contracts import contract_names, contract_schema
 from plancontracts.runtime.core.schema_text import display_pattern
-from plancontracts.runtime.session_plans.prompt import (
-    PlanningStrategy,
-    _kind,
-    planning_section,
-    planning_tools,
-    tool_definitions,
-)
-from plancontracts.runtime.session_plans.prompt_commands import add_prompt_commands
+from plancontracts.runtime.session_plans import PlanningStrategy, planning_section, tool_definitions
+from plancontracts.runtime.session_plans.commands import register
+from plancontracts.runtime.session_plans.prompts import _kind, planning_tools
 
 STRATEGIES = list(PlanningStrategy)
 TOOL_CONTRACTS = sorted(
@@ -195,14 +190,14 @@ def test_tool_definitions_are_fresh_copies() -> None:
     assert tool_definitions()[0]["function"]["parameters"]["properties"]
 
 
-# The commands, through add_prompt_commands ------------------------------------------------
+# The commands, through the family's register ------------------------------------------------
 
 
 def run_session(*arguments: str) -> str:
-    """What `session ARGUMENTS` writes, with the two commands on a parser of their own."""
-    parser = argparse.ArgumentParser(prog="plancontracts session")
-    add_prompt_commands(parser.add_subparsers(required=True))
-    args = parser.parse_args(arguments)
+    """What `session ARGUMENTS` writes, with the family's commands on a parser of their own."""
+    parser = argparse.ArgumentParser(prog="plancontracts")
+    register(parser.add_subparsers(required=True))
+    args = parser.parse_args(["session", *arguments])
     out = io.StringIO()
     assert args.run(args, out) == 0
     return out.getvalue()

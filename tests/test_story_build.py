@@ -32,17 +32,16 @@ from plancontracts.runtime.core.errors import AssetGenerationError
 from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.runtime.model.chat import Message, render_chat
 from plancontracts.runtime.model.local import LocalModel
-from plancontracts.runtime.story_packages.assets import AssetRequest
-from plancontracts.runtime.story_packages.build import (
-    ENCOUNTERS,
+from plancontracts.runtime.story_packages import (
+    TOOLS,
+    AssetRequest,
     Build,
     Builder,
+    DraftSession,
+    DraftStore,
     checked_premise,
-    pipeline_length,
 )
-from plancontracts.runtime.story_packages.session import Session
-from plancontracts.runtime.story_packages.storage import DraftStore
-from plancontracts.runtime.story_packages.tools import TOOLS
+from plancontracts.runtime.story_packages.profiles import ENCOUNTERS, pipeline_length
 
 PREMISE = "A keeper finds a logbook of ships not yet sailed."
 PIPELINE = [
@@ -185,7 +184,7 @@ def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> Non
             raise AssetGenerationError("the generator is busy")
         return AssetFile(url=f"/x/{request.key}.png", mime_type="image/png")
 
-    build = trio.run(lambda: Builder(writer).build(PREMISE, session=Session(assets=assets)))
+    build = trio.run(lambda: Builder(writer).build(PREMISE, session=DraftSession(assets=assets)))
     refused = [index for index, call in enumerate(build.calls) if not call.result.ok]
     assert len(refused) == 1
     again = build.calls[refused[0] + 1]
@@ -202,7 +201,7 @@ def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> Non
 def test_a_refused_package_goes_back_to_the_model_until_the_calls_run_out(tmp_path: Path) -> None:
     writer = Drawing(simplest)
     # The package cannot be saved in a folder that is not there: finalizePackage is refused.
-    session = Session(packages=tmp_path / "gone")
+    session = DraftSession(packages=tmp_path / "gone")
     build = trio.run(
         lambda: Builder(writer).build(PREMISE, session=session, max_calls=len(PIPELINE) + 3)
     )
@@ -247,7 +246,7 @@ def prompts_of_a_build() -> dict[str, str]:
         return AssetFile(url=f"/x/{request.key}.png", mime_type="image/png")
 
     missing = Path("/nonexistent/packages")  # finalizePackage is refused: it cannot save
-    session = Session(assets=assets, packages=missing)
+    session = DraftSession(assets=assets, packages=missing)
     build = trio.run(
         lambda: Builder(writer).build(PREMISE, session=session, max_calls=len(PIPELINE) + 2)
     )
@@ -285,7 +284,7 @@ def test_the_model_builds_a_package_that_finalize_and_validate_accept(
     builder: Builder, tmp_path: Path
 ) -> None:
     seen: list[Any] = []
-    session = Session(packages=tmp_path)
+    session = DraftSession(packages=tmp_path)
     build = trio.run(
         lambda: builder.build(PREMISE, acts=1, seed=1, on_call=seen.append, session=session)
     )

@@ -45,11 +45,17 @@ from plancontracts.runtime.core import rules as core_rules
 from plancontracts.runtime.core.contracts import contract_schema, field_bound
 from plancontracts.runtime.core.errors import AssetGenerationError, StoreError
 from plancontracts.runtime.core.rules import Rules
+from plancontracts.runtime.core.sessions import CallResult
 from plancontracts.runtime.core.validation import BUNDLED
-from plancontracts.runtime.story_packages.assets import AssetRequest, RecordingAssets
-from plancontracts.runtime.story_packages.session import CallResult, Session
-from plancontracts.runtime.story_packages.storage import DraftStore, read_package, write_package
-from plancontracts.runtime.story_packages.tools import TOOLS
+from plancontracts.runtime.story_packages import (
+    TOOLS,
+    AssetRequest,
+    DraftSession,
+    DraftStore,
+    RecordingAssets,
+    read_package,
+    write_package,
+)
 
 PREMISE = TOOLS.taking(STORY_PREMISE).name
 CHARACTER = TOOLS.taking(STORY_CHARACTER).name
@@ -59,7 +65,7 @@ ENCOUNTERS = TOOLS.taking(STORY_NODE_ENCOUNTERS).name
 FINALIZE_NODE = TOOLS.taking(STORY_FINALIZE_NODE).name
 UPDATE = TOOLS.taking(STORY_UPDATE_ELEMENT).name
 FINALIZE = TOOLS.taking(STORY_FINALIZE_PACKAGE).name
-MOST_MS = field_bound(StoryDraft, "generation_ms", "le")
+MAX_MS = field_bound(StoryDraft, "generation_ms", "le")
 NOW = datetime(2026, 11, 20, 18, 45, tzinfo=UTC)
 
 
@@ -172,12 +178,12 @@ def encoded(draft: StoryDraft) -> bytes:
     return msgspec.json.encode(draft)
 
 
-def succeeded(session: Session, tool: str, arguments: Any) -> CallResult:
+def succeeded(session: DraftSession, tool: str, arguments: Any) -> CallResult[StoryDraft]:
     """Call `tool`, which must succeed, return a result of its contract and leave a valid draft."""
     before = session.draft
     done = session.call(tool, arguments)
     assert done.ok, done.message
-    assert done.draft is session.draft is not before
+    assert done.state is session.draft is not before
     result = json.loads(msgspec.json.encode(done.result))
     assert result["ok"] is True
     assert violations(next(t.result for t in TOOLS if t.name == tool), result) == ()
@@ -185,7 +191,7 @@ def succeeded(session: Session, tool: str, arguments: Any) -> CallResult:
     return done
 
 
-def refused(session: Session, tool: str, arguments: Any) -> CallResult:
+def refused(session: DraftSession, tool: str, arguments: Any) -> CallResult[StoryDraft]:
     """Call `tool`, which must be refused, and leave the draft exactly as it was."""
     before = session.draft
     text = encoded(before)
@@ -195,20 +201,20 @@ def refused(session: Session, tool: str, arguments: Any) -> CallResult:
     assert done.result is None
     assert done.message == str(done.error)
     assert "\n" not in done.message
-    assert done.draft is session.draft is before
+    assert done.state is session.draft is before
     assert encoded(session.draft) == text
     return done
 
 
-def story(*, upto: int = len(STORY), **options: Any) -> Session:
+def story(*, upto: int = len(STORY), **options: Any) -> DraftSession:
     """A session that went through the first `upto` steps of `STORY`."""
-    session = Session(now=lambda: NOW, **options)
+    session = DraftSession(now=lambda: NOW, **options)
     for tool, arguments in STORY[:upto]:
         succeeded(session, tool, arguments)
     return session
 
 
-def finalized(**options: Any) -> tuple[Session, CallResult]:
+def finalized(**options: Any) -> tuple[DraftSession, CallResult[StoryDraft]]:
     session = story(**options)
     return session, succeeded(session, FINALIZE, {"title": "The Final Title"})
 
@@ -239,7 +245,7 @@ def test_the_tools_are_named_by_their_schemas_in_the_seeds_order() -> None:
 
 
 def test_a_new_draft_has_a_uuid_package_id_and_a_locale() -> None:
-    one, two = Session(), Session(locale="fr")
+    one, two = DraftSession(), DraftSession(locale="fr")
     assert str(uuid.UUID(one.draft.package_id)) == one.draft.package_id
     assert one.draft.package_id != two.draft.package_id
     assert (one.draft.locale, two.draft.locale) == ("en", "fr")
@@ -248,7 +254,7 @@ def test_a_new_draft_has_a_uuid_package_id_and_a_locale() -> None:
 
 
 def test_an_unknown_tool_is_refused_and_the_tools_named() -> None:
-    done = refused(Session(), "planStory", {})
+    done = refused(DraftSession(), "planStory", {})
     assert done.message.startswith('no story tool is called "planStory"; the tools are: ')
     assert all(tool.name in done.message for tool in TOOLS)
 
@@ -258,7 +264,7 @@ def test_an_unknown_tool_is_refused_and_the_tools_named() -> None:
 
 @pytest.mark.parametrize("tool", [t.name for t in TOOLS if t.name != PREMISE])
 def test_every_tool_but_the_premise_needs_the_premise_first(tool: str) -> None:
-    done = refused(Session(), tool, {})
+    done = refused(DraftSession(), tool, {})
     assert done.message == f"there is no premise yet: propose one with {PREMISE} first"
     assert done.error is not None
     assert done.error.field is None
@@ -331,12 +337,12 @@ def test_a_second_premise_is_refused() -> None:
 
 
 def test_a_premise_that_names_a_language_sets_the_locale_and_one_that_does_not_takes_it() -> None:
-    french = Session(locale="fr")
+    french = DraftSession(locale="fr")
     succeeded(french, PREMISE, premise())
     assert french.draft.locale == "fr"
     assert french.draft.premise is not None
     assert french.draft.premise.language == "fr"
-    named = Session(locale="fr")
+    named = DraftSession(locale="fr")
     succeeded(named, PREMISE, premise(language="de"))
     assert named.draft.locale == "de"
 
@@ -346,7 +352,7 @@ def test_the_genre_is_asked_for_by_the_premise() -> None:
     arguments = premise()
     del arguments["genre"]
     assert (
-        refused(Session(), PREMISE, arguments).message
+        refused(DraftSession(), PREMISE, arguments).message
         == 'arguments: missing required field "genre"'
     )
 
@@ -403,7 +409,7 @@ def test_an_arc_belongs_to_its_character_and_needs_characters_proposed() -> None
 
 def test_an_empty_image_prompt_asks_for_no_portrait() -> None:
     hook = RecordingAssets()
-    session = Session(assets=hook)
+    session = DraftSession(assets=hook)
     succeeded(session, PREMISE, premise())
     done = succeeded(session, CHARACTER, character(imagePrompt=""))
     assert json.loads(msgspec.json.encode(done.result))["imageUrl"] is None
@@ -750,7 +756,7 @@ def test_the_package_takes_its_fields_from_the_draft_as_the_schema_says() -> Non
     # Two encounters of 6 frames each, at 10 to 20 seconds a frame.
     assert saved.meta.estimated_duration == "2-4 minutes"
     assert saved.meta.total_nodes == 2
-    assert 0 <= saved.meta.generation_ms <= MOST_MS
+    assert 0 <= saved.meta.generation_ms <= MAX_MS
     assert saved.plot.premise == premise()["premise"]
     assert [location.id for location in saved.plot.acts[0].sandbox_locations] == ["lamp", "harbour"]
     assert set(saved.assets.backgrounds) == {"lamp", "harbour"}
@@ -801,12 +807,12 @@ def test_the_draft_is_saved_after_every_successful_call_and_resumes_identical(
     tmp_path: Path,
 ) -> None:
     with DraftStore(tmp_path / "stories.db") as store:
-        session = Session(store=store, now=lambda: NOW)
+        session = DraftSession(store=store, now=lambda: NOW)
         for tool, arguments in [*STORY, (WEB, web("act_9"))]:
             session.call(tool, arguments)
             assert store.load_draft(session.draft.package_id) == session.draft
     with DraftStore(tmp_path / "stories.db") as store:
-        resumed = Session.resume(store, session.draft.package_id, now=lambda: NOW)
+        resumed = DraftSession.resume(store, session.draft.package_id, now=lambda: NOW)
         assert encoded(resumed.draft) == encoded(session.draft)
         assert store.sessions() == [session.draft.package_id]
         succeeded(resumed, FINALIZE, {"title": "T"})
@@ -905,7 +911,7 @@ STARTS = st.integers(0, len(STORY))
 def test_refused_calls_change_nothing_and_successful_ones_leave_a_valid_draft(
     start: int, calls: list[tuple[str, Any]]
 ) -> None:
-    session = Session(now=lambda: NOW)
+    session = DraftSession(now=lambda: NOW)
     for tool, arguments in STORY[:start] + calls:
         before = session.draft
         text = encoded(before)
@@ -926,11 +932,11 @@ def test_drafts_and_packages_come_back_identical_from_sqlite_and_json(
     calls: list[tuple[str, Any]], title: str
 ) -> None:
     with DraftStore(Path(":memory:")) as store:
-        session = Session(store=store, now=lambda: NOW)
+        session = DraftSession(store=store, now=lambda: NOW)
         for tool, arguments in [*STORY[:2], *calls]:
             session.call(tool, arguments)
         assert store.load_draft(session.draft.package_id) == session.draft
-        session = Session(store=store, now=lambda: NOW)
+        session = DraftSession(store=store, now=lambda: NOW)
         for tool, arguments in STORY:
             session.call(tool, arguments)
         done = session.call(FINALIZE, {"title": title})

@@ -20,7 +20,7 @@ from syrupy.assertion import SnapshotAssertion
 from plancontracts import STORY_PACKAGE, decode, violations
 from plancontracts.generated.story_packages import StoryPackage
 from plancontracts.runtime.core.rules import Rules
-from plancontracts.runtime.story_packages.graph import dot, mermaid
+from plancontracts.runtime.story_packages import dot, mermaid
 
 Document = dict[str, Any]
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from schema_strategies import locations, mutated
 
 from plancontracts import STORY_PACKAGE, ContractError, Violation, decode, violations
-from plancontracts.runtime.story_packages.rules import RULES, STORY_PACKAGE_RULES
+from plancontracts.runtime.story_packages import RULES, STORY_PACKAGE_RULES
 
 Document = dict[str, Any]
 Breakage = Callable[[Document], None]

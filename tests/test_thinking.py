@@ -31,17 +31,18 @@ from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.core.profiles import WHITESPACE
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
-from plancontracts.runtime.planning_blocks.blocks import normalize_block
-from plancontracts.runtime.planning_blocks.mechanics import (
+from plancontracts.runtime.planning_blocks import (
+    PLANNING_BLOCK,
+    THINK_MODE,
     Mode,
-    RolledCheck,
-    check_outcome,
+    Thinker,
+    block_profile,
+    normalize_block,
+    planning_messages,
     roll_check,
 )
-from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT, block_profile, choice_keys
-from plancontracts.runtime.planning_blocks.prompts import planning_messages
-from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, THINK_MODE
-from plancontracts.runtime.planning_blocks.thinking import Thinker
+from plancontracts.runtime.planning_blocks.mechanics import RolledCheck, check_outcome
+from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT, choice_keys
 
 MODES: list[Mode] = ["story", "think"]
 

@@ -1,16 +1,17 @@
 """Tool calls from lines of NDJSON, `{"tool": NAME, "arguments": {...}}`, and their outcomes.
 
-The families' `run` commands apply such lines to a session, in order
-(`run_calls`); a line that is no call is refused before any tool sees it,
-and what it named as its tool, if anything, is kept for the outcome line.
-Each call's outcome is one line of JSON (`outcome`), written at once.
+The families' `run` commands apply such lines to a session of tool calls
+(`core.sessions.ToolSession`), in order (`run_calls`); a line that is no
+call is refused before any tool sees it, and what it named as its tool, if
+anything, is kept for the outcome line. Each call's outcome is one line of
+JSON (`outcome`), written at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -23,10 +24,11 @@ from ..core.errors import (
     shown,
 )
 from ..core.jsontext import parse
+from ..core.sessions import CallResult, ToolSession
 from .base import EXIT_INVALID, EXIT_OK, Output, label, reason
 from .inputs import lines_of, opened, unreadable
 
-__all__ = ["CALL_SHAPE", "Call", "Done", "NoCall", "outcome", "read_call", "run_calls"]
+__all__ = ["CALL_SHAPE", "Call", "NoCall", "apply_call", "outcome", "read_call", "run_calls"]
 
 CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
 "What a call line holds; `arguments` may be left out when a tool takes none."
@@ -73,22 +75,7 @@ def read_call(line: bytes | Violation, tools: str) -> Call | NoCall:
     return Call(named, call.get("arguments", {}))
 
 
-class Done(Protocol):
-    """What a family's session says one call did."""
-
-    @property
-    def tool(self) -> str: ...
-    @property
-    def result(self) -> Any: ...
-    @property
-    def error(self) -> ToolValidationError | None: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def ok(self) -> bool: ...
-
-
-def outcome(done: Done) -> dict[str, Any]:
+def outcome(done: CallResult[Any]) -> dict[str, Any]:
     """The tool, whether the call succeeded, and its message and result, or its error.
 
     The error is its `field` (a JSON Pointer into the arguments, or null)
@@ -112,13 +99,13 @@ def run_calls(
     path: str,
     max_bytes: int,
     out: Output,
-    apply: Callable[[bytes | Violation], Done],
-    after: Callable[[Done], dict[str, Any]],
+    session: ToolSession[Any, Any],
+    after: Callable[[], dict[str, Any]],
 ) -> int:
-    """Apply each line of the file `path` (`-`: standard input) with `apply`, in order.
+    """Apply each line of the file `path` (`-`: standard input) to `session`, in order.
 
     Each line's outcome is written at once, as one line of JSON: its number,
-    `outcome(done)`, then what `after(done)` adds (the plan after the call,
+    `outcome(done)`, then what `after()` adds (the plan after the call,
     say). Returns the exit status: EXIT_OK when every call succeeded,
     EXIT_INVALID when any was refused. Raises UsageError when the file
     cannot be opened and StreamError when it cannot be read.
@@ -131,8 +118,8 @@ def run_calls(
     try:
         with calls as stream:
             for number, line in lines_of(stream, max_bytes):
-                done = apply(line)
-                record = {"line": number, **outcome(done), **after(done)}
+                done = apply_call(session, line)
+                record = {"line": number, **outcome(done), **after()}
                 out.write(msgspec.json.encode(record).decode() + "\n")
                 out.flush()  # a reader of a pipe sees each call as it is applied
                 if not done.ok:
@@ -140,3 +127,13 @@ def run_calls(
     except OSError as error:
         raise StreamError(f"cannot read {label(path)}: {reason(error)}") from error
     return status
+
+
+def apply_call(session: ToolSession[Any, Any], line: bytes | Violation) -> CallResult[Any]:
+    """Apply one line's call to `session`; a line that is no call is refused, as of no tool."""
+    names = ", ".join(tool.name for tool in session.tools)
+    call = read_call(line, f"a {session.tools.kind} tool: {names}")
+    if isinstance(call, NoCall):
+        name = call.tool or ""
+        return session.refuse(name, ToolValidationError(name, None, call.message))
+    return session.call(call.tool, call.arguments)

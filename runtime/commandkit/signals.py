@@ -13,13 +13,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TypeVar, cast
 
 from .base import say
 
 __all__ = ["Stopped", "run_trio", "stop_signals", "stopped"]
+
+T = TypeVar("T")
 
 
 class Stopped(BaseException):
@@ -89,8 +91,8 @@ stop_signals = _StopSignals()
 "Installed by `main` while a command runs."
 
 
-def run_trio(function: Any) -> Any:
-    """Run the async `function` with trio and return what it returns.
+def run_trio(function: Callable[[], Awaitable[T]]) -> T:
+    """Run the async `function` with trio and return what it returns, as `trio.run` does.
 
     SIGINT, SIGTERM and SIGHUP cancel it: every script's process group is
     stopped (SIGTERM, the grace, then SIGKILL) and a worker thread's model
@@ -101,7 +103,7 @@ def run_trio(function: Any) -> Any:
 
     caught: list[int] = []
 
-    async def guarded() -> Any:
+    async def guarded() -> T | None:
         with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
             work = trio.CancelScope()
             if stop_signals.held is not None:  # it came before the receiver was open
@@ -116,10 +118,11 @@ def run_trio(function: Any) -> Any:
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch)
+                outcome: T | None = None
                 with work:
                     outcome = await function()
                 nursery.cancel_scope.cancel()
-        return None if work.cancelled_caught else outcome
+        return outcome
 
     stop_signals.holding = True
     try:
@@ -143,4 +146,5 @@ def run_trio(function: Any) -> Any:
         raise KeyboardInterrupt
     if first is not None:
         raise Stopped(first)
-    return outcome
+    # No signal came, so the work was not cancelled: it returned.
+    return cast(T, outcome)

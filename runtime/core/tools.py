@@ -23,9 +23,9 @@ from typing import Any
 
 from ...generated import Contract
 from .contracts import contract_name, contract_schema
-from .errors import ToolValidationError, UnknownToolError
+from .errors import UnknownToolError
 
-__all__ = ["Tool", "ToolSet", "ToolValidationError", "UnknownToolError", "described"]
+__all__ = ["Tool", "ToolSet", "described"]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..core.errors import ContractError, TooLarge
 
-__all__ = ["TooLarge", "inside", "read_regular_file", "reason"]
+__all__ = ["inside", "read_regular_file", "reason"]
 
 
 def inside(root: Path, relative: str) -> Path:

@@ -27,7 +27,7 @@ import trio
 
 from ..core.errors import ProtocolViolation
 
-__all__ = ["ProcessEnd", "ProtocolViolation", "StreamLimits", "run_process"]
+__all__ = ["ProcessEnd", "StreamLimits", "run_process"]
 
 _POLL_SECONDS = 0.02
 

@@ -1,9 +1,61 @@
 """Goal plans: a simulated person's goals decomposed into plans, followed cycle by cycle.
 
-`system` holds the goals and plans and what a cycle does to them (never
-calling a model); `planner` writes a plan's steps (scripted answers, the
-local model under the `goal-plan-output` profile, or the fallback
-decomposition) and renders the plan and replan prompts; `simulation` puts
-the two together event by event; `rules` are the plans' invariants beyond
-their schemas; `commands` is `plancontracts goals`.
+    from plancontracts.runtime.goal_plans import GoalPlanner, Person, PlanningSystem
+
+The family's files follow the layout every family shares
+(docs/development.md#a-familys-files): `rules` (the plans' invariants beyond
+their schemas), `session` (`PlanningSystem`: the goals and plans, and what a
+cycle does to them, never calling a model), `profiles` (the profile of a
+plan's steps), `prompts` (the plan and replan prompts), `agent` (the
+`GoalPlanner`: scripted answers, the model, or the fallback decomposition)
+and `commands` (`goals plan`, `goals simulate`); beside them, `simulation`
+(a `Person`: the two put together event by event).
 """
+
+from ..core.errors import TooManyGoals
+from .agent import GoalPlanner, Source, fallback_steps
+from .profiles import PLAN_BOUNDS, output_profile
+from .prompts import Circumstances, PlanRequest, plan_messages
+from .rules import GOAL_PLAN_RULES, MAX_REPLANS, RULES, SYSTEM_RULES
+from .session import (
+    ABANDONED,
+    HORIZONS,
+    MAX_GOALS,
+    OVERRIDDEN,
+    STUCK,
+    Failure,
+    PlanningSystem,
+    StepOutcome,
+    directive,
+    follows,
+)
+from .simulation import CycleReport, Happening, Person
+
+__all__ = [
+    "ABANDONED",
+    "GOAL_PLAN_RULES",
+    "HORIZONS",
+    "MAX_GOALS",
+    "MAX_REPLANS",
+    "OVERRIDDEN",
+    "PLAN_BOUNDS",
+    "RULES",
+    "STUCK",
+    "SYSTEM_RULES",
+    "Circumstances",
+    "CycleReport",
+    "Failure",
+    "GoalPlanner",
+    "Happening",
+    "Person",
+    "PlanRequest",
+    "PlanningSystem",
+    "Source",
+    "StepOutcome",
+    "TooManyGoals",
+    "directive",
+    "fallback_steps",
+    "follows",
+    "output_profile",
+    "plan_messages",
+]

@@ -49,9 +49,10 @@ from ..core.errors import (
 )
 from ..core.jsontext import parse
 from ..core.validation import convert, decode
-from .planner import Context, Planner, PlanRequest
+from .agent import GoalPlanner
+from .prompts import Circumstances, PlanRequest
+from .session import HORIZONS, PlanningSystem
 from .simulation import CycleReport, Person
-from .system import HORIZONS, PlanningSystem
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -101,10 +102,10 @@ def _add_writers(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _planner(args: argparse.Namespace) -> Planner:
+def _planner(args: argparse.Namespace) -> GoalPlanner:
     """Scripted answers first, then the model (loaded when first needed), then the fallback."""
     if args.fallback:
-        return Planner(say=say)
+        return GoalPlanner(say=say)
     extra = writer_extra(args)
     missing = missing_modules(extra)
     if missing:
@@ -112,11 +113,11 @@ def _planner(args: argparse.Namespace) -> Planner:
             f"goals: the {extra} extra is not installed (no module {', '.join(missing)}): "
             f"pip install 'plancontracts[{extra}]'"
         )
-        return Planner(say=say)
+        return GoalPlanner(say=say)
 
     from ..model.choice import load_first_writer
 
-    return Planner(
+    return GoalPlanner(
         load=partial(load_first_writer, model_choice(args), say=say), say=say, seed=args.seed
     )
 
@@ -210,16 +211,16 @@ def _goal(description: str, horizon: str) -> Goal:
     return Goal(description=event.description, horizon=event.horizon)
 
 
-def _context(needs: str | None) -> Context:
+def _context(needs: str | None) -> Circumstances:
     if needs is None:
-        return Context()
+        return Circumstances()
     try:
         value = parse(needs.encode())
     except MalformedJSON as error:
         raise UsageError(f"--needs: {error.message}") from None
     event = convert(GOAL_EVENT, {"event": "context", "needs": value})
     assert isinstance(event, ContextEvent)
-    return Context(needs=dict(event.needs or {}))
+    return Circumstances(needs=dict(event.needs or {}))
 
 
 def _usage(error: ContractError) -> str:

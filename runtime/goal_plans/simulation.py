@@ -1,6 +1,6 @@
 """A person's planning system run cycle by cycle: goals, context, cycles, the model's answers.
 
-    person = Person(PlanningSystem(), Planner(load=...))
+    person = Person(PlanningSystem(), GoalPlanner(load=...))
     await person.add_goal(Goal(description="Have enough food", horizon="short"))
     person.system.directive()                     # the step the action decision reads
     report = await person.cycle("look for work", 2.0)
@@ -32,8 +32,9 @@ from ...generated.goal_plans import (
     ModelOutputEvent,
     NewGoalEvent,
 )
-from .planner import Context, Planner, PlanRequest, Source
-from .system import Failure, PlanningSystem, StepOutcome, completed_steps
+from .agent import GoalPlanner, Source
+from .prompts import Circumstances, PlanRequest
+from .session import Failure, PlanningSystem, StepOutcome, completed_steps
 
 __all__ = ["CycleReport", "Happening", "Person"]
 
@@ -66,8 +67,8 @@ class Person:
     """A planning system, who writes its plans' steps, and what the person feels and knows."""
 
     system: PlanningSystem
-    planner: Planner
-    context: Context = field(default_factory=Context)
+    planner: GoalPlanner
+    context: Circumstances = field(default_factory=Circumstances)
 
     async def add_goal(self, goal: Goal) -> list[Happening]:
         """Add `goal` and plan what is due. Raises TooManyGoals when the goal list is full."""

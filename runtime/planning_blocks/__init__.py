@@ -1,1 +1,45 @@
-"""Planning blocks: the planning protocol's rules and mechanics, normalizing, thinking, commands."""
+"""Planning blocks: the choices offered at a decision point, their protocol's rules and mechanics.
+
+    from plancontracts.runtime.planning_blocks import THINK_MODE, Thinker, normalize_block
+
+The family's files follow the layout every family shares
+(docs/development.md#a-familys-files): `rules` (the protocol's rules beyond
+the schema, by mode), `session` (a planning session's freeze rules between
+invocations), `profiles` (the block profile of a mode), `prompts` (the
+planning protocol's prompt), `agent` (the `Thinker`: the model writing
+blocks, code rolling the planning check) and `commands` (`think`,
+`normalize`, `validate --mode`); beside them, `mechanics` (checks, DCs,
+rewards, the game clock) and `blocks` (normalizing a block, each repair said).
+"""
+
+from .agent import Thinker, Thought
+from .blocks import Normalized, Repair, normalize_block
+from .mechanics import Mode, mode_of, roll_check
+from .profiles import BlockProfile, block_profile
+from .prompts import planning_messages
+from .rules import FROZEN_PLANS, PLANNING_BLOCK, RULES, SESSION, STORY_MODE, THINK_MODE, rules_in
+from .session import after_thought, may_think, new_session
+
+__all__ = [
+    "FROZEN_PLANS",
+    "PLANNING_BLOCK",
+    "RULES",
+    "SESSION",
+    "STORY_MODE",
+    "THINK_MODE",
+    "BlockProfile",
+    "Mode",
+    "Normalized",
+    "Repair",
+    "Thinker",
+    "Thought",
+    "after_thought",
+    "block_profile",
+    "may_think",
+    "mode_of",
+    "new_session",
+    "normalize_block",
+    "planning_messages",
+    "roll_check",
+    "rules_in",
+]

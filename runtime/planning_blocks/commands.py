@@ -156,7 +156,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _think(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "think")
     from ..model.choice import load_writer
-    from .thinking import Thinker
+    from .agent import Thinker
 
     stdin_at_most_once(args.situations)
     for text in args.situations:

@@ -12,22 +12,17 @@ import json
 import re
 from collections.abc import Iterable
 from functools import cache
-from importlib.resources import files
-from string import Template
 from typing import Any
 
 from ..core.contracts import AnyContract, contract_schema
 from ..core.schema_text import schema_sections
+from ..core.templates import template
 from ..model.chat import Message
 from . import mechanics as rules
 from .blocks import PLANNING_BLOCK
 from .mechanics import Mode, RolledCheck
 
 __all__ = ["planning_messages"]
-
-
-def _template(name: str) -> Template:
-    return Template(files(__package__).joinpath("templates", name).read_text("utf-8"))
 
 
 def planning_messages(
@@ -67,7 +62,7 @@ def _planning_protocol() -> str:
     choice_group = _referenced(PLANNING_BLOCK, "Choice")
     schema = contract_schema(PLANNING_BLOCK)["$defs"]
     return (
-        _template("planning.md")
+        template(__package__, "planning.md")
         .substitute(
             # The value types close the choice part: every "see ... below" points down.
             block_schema=_join(text for name, text in sections[:-1] if name not in choice_group),

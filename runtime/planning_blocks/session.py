@@ -26,7 +26,7 @@ from ..core.plain_text import one_line
 from .mechanics import EarlyBreak, GameClock, Reattempt, advance, freeze, reattempt, thaw
 
 if TYPE_CHECKING:
-    from .thinking import Thought
+    from .agent import Thought
 
 __all__ = ["MINUTE", "after_thought", "may_think", "new_session"]
 

@@ -2,23 +2,24 @@
 
 `session run CALLS` applies NDJSON tool calls to one session, in order, and
 prints one NDJSON line per call; `session drive OBJECTIVE` lets the local
-model make the calls; `session section` and `session tools` come from
-`prompt_commands`.
+model make the calls; `session section` and `session tools` print the
+planning tools' prompt section and their definitions for function calling.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from functools import partial
 from typing import TypeAlias
 
 import msgspec
 
+from ...generated.session_plans import SessionPlan
 from ..commandkit import (
     EXIT_INVALID,
     EXIT_OK,
-    NoCall,
     Output,
     RulesOption,
     add_max_bytes,
@@ -27,19 +28,17 @@ from ..commandkit import (
     label,
     model_choice,
     outcome,
-    read_call,
     require_extra,
     run_calls,
     run_trio,
     say,
     writer_extra,
 )
-from ..core.errors import GenerationFailed, ToolValidationError, UsageError, Violation
-from .prompt import PlanningStrategy
-from .prompt_commands import add_prompt_commands
-from .session import CallResult, Session
+from ..core.errors import GenerationFailed, UsageError
+from ..core.sessions import ToolCall
+from .prompts import PlanningStrategy, planning_section, tool_definitions
+from .session import PlanSession
 from .steps import MAX_OBJECTIVE
-from .tools import TOOLS
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -98,46 +97,46 @@ def _add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help=f"the most tool calls the model makes, 1 to {MAX_CALLS} (default {DEFAULT_CALLS}); "
         "it stops sooner once the plan is completed",
     )
-    drive.add_argument(
-        "--strategy",
-        choices=[strategy.value for strategy in PlanningStrategy],
-        default=PlanningStrategy.REACT.value,
-        help=f"the planning section's mindset (default: {PlanningStrategy.REACT.value})",
-    )
+    _add_strategy(drive, "the planning section's mindset")
     add_model_options(drive, seed="seed of the sampling")
     drive.set_defaults(run=_drive)
 
 
-_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, add_prompt_commands)
+def _add_prompt_commands(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    section = group.add_parser(
+        "section", help="print the planning tools' prompt section, in Markdown"
+    )
+    _add_strategy(section, "the mindset the section nudges the model toward")
+    section.set_defaults(run=_section)
+    tools = group.add_parser(
+        "tools", help="print the planning tools' definitions for function calling, as JSON"
+    )
+    tools.set_defaults(run=_tools)
+
+
+def _add_strategy(command: argparse.ArgumentParser, what: str) -> None:
+    default = PlanningStrategy.REACT.value
+    command.add_argument(
+        "--strategy",
+        choices=[strategy.value for strategy in PlanningStrategy],
+        default=default,
+        help=f"{what} (default: {default})",
+    )
+
+
+_SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, _add_prompt_commands)
 "Every subcommand of `session`, each added by the function of the module that owns it."
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
-    session = Session(keep=1)  # each line shows the plan: no need to keep the others
-    apply = partial(_call, session)
-    return run_calls(args.calls, args.max_bytes, out, apply, lambda done: {"plan": session.latest})
-
-
-def _call(session: Session, line: bytes | Violation) -> CallResult:
-    """Apply one line's call; a line that is no call is refused as a call of no tool."""
-    names = ", ".join(tool.name for tool in TOOLS)
-    call = read_call(line, f"a planning tool: {names}")
-    if isinstance(call, NoCall):
-        return _refused(session, call.tool, call.message)
-    return session.call(call.tool, call.arguments)
-
-
-def _refused(session: Session, tool: str | None, message: str) -> CallResult:
-    """A line refused before any tool saw it: the plan stays as it was."""
-    name = tool or ""
-    error = ToolValidationError(name, None, message)
-    return CallResult(name, None, error, message, session.latest)
+    session = PlanSession(keep=1)  # each line shows the plan: no need to keep the others
+    return run_calls(args.calls, args.max_bytes, out, session, lambda: {"plan": session.latest})
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "session drive")
     from ..model.choice import load_writer
-    from .drive import Drive, Driver, ToolCall, checked_objective
+    from .agent import Drive, Driver, checked_objective
 
     try:
         objective = checked_objective(args.objective)
@@ -146,7 +145,7 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
     driver = Driver(load_writer(model_choice(args), needs="a drive needs one"))
     drive = Drive(objective)
 
-    def printed(call: ToolCall) -> None:
+    def printed(call: ToolCall[SessionPlan | None]) -> None:
         record = {"call": len(drive.calls), **outcome(call.result), "arguments": call.arguments}
         out.write(msgspec.json.encode(record).decode() + "\n")
         out.flush()  # each call shows as it is made
@@ -168,3 +167,13 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
         status = EXIT_INVALID
     out.write(msgspec.json.encode({"plan": drive.session.latest}).decode() + "\n")
     return status
+
+
+def _section(args: argparse.Namespace, out: Output) -> int:
+    out.write(planning_section(PlanningStrategy(args.strategy)))
+    return EXIT_OK
+
+
+def _tools(args: argparse.Namespace, out: Output) -> int:
+    out.write(json.dumps(tool_definitions(), indent=2) + "\n")
+    return EXIT_OK

@@ -1,9 +1,9 @@
-"""The tools' handlers: normalise a call's arguments, check them and the plan, then reduce.
+"""The tools' handlers: normalize a call's arguments, check them and the plan, then reduce.
 
 A call is checked in this order, and refused at the first problem with a
 `ToolValidationError`:
 
-1. its arguments, normalised first: every string trimmed of surrounding
+1. its arguments, normalized first: every string trimmed of surrounding
    ASCII whitespace (other spaces are refused like any character outside
    ASCII), and a blank one made null where the contract allows null (blank
    details and notes are no details and no note); then judged by the
@@ -21,79 +21,53 @@ changes a plan, so a refused call leaves the session as it was.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import msgspec
 import msgspec.inspect
 
-from ...generated import SESSION_MARK_STEP, SESSION_SETUP_PLAN
+from ...generated import (
+    SESSION_ADD_STEP,
+    SESSION_CLEAR_PLAN,
+    SESSION_MARK_STEP,
+    SESSION_READ_PLAN,
+    SESSION_SETUP_PLAN,
+    SESSION_UPDATE_STEP,
+)
 from ...generated.session_plans import (
     SessionAddStep,
     SessionClearPlan,
     SessionMarkStep,
     SessionPlan,
-    SessionReadPlan,
     SessionSetupPlan,
     SessionUpdateStep,
 )
+from ..core import sessions
 from ..core.contracts import contract_schema
-from ..core.errors import ContractError, ToolValidationError, Violation, shown
+from ..core.errors import ToolValidationError, Violation, shown
+from ..core.sessions import Handlers, arguments_of
 from ..core.tools import Tool
-from ..core.validation import convert
 from . import reducers
 from .steps import MAX_NOTES, MAX_STEPS, step_id
 from .tools import TOOLS
 
-__all__ = ["HANDLERS", "Handled", "Handler"]
+__all__ = ["HANDLERS"]
 
 
-@dataclass(frozen=True)
-class Handled:
-    """What a call that succeeded did."""
+HANDLERS: Handlers[SessionPlan | None, None] = Handlers(TOOLS)
+"Each tool's handler: given the latest plan (None before any) and the call's arguments."
 
-    result: msgspec.Struct
-    "What the tool returns: its arguments, trimmed, or the plan for reading it."
-    plan: SessionPlan
-    "The plan after the call."
-    changed: bool
-    "Whether the call made a new plan: False for reading it."
-    message: str
-    "One line saying what the call did."
-
-
-Handler = Callable[[SessionPlan | None, Any], Handled]
-"A tool's handler: given the latest plan (None before any) and the call's arguments."
+Handled = sessions.Handled[SessionPlan | None]
 
 
 # Arguments ------------------------------------------------------------------------
 
 
 def _arguments(tool: Tool, value: Any) -> Any:
-    """The call's arguments normalised and converted to the tool's parameter type."""
-    normalised = _normalised(value, msgspec.inspect.type_info(tool.parameters.type))
-    try:
-        return convert(tool.parameters, normalised)
-    except ContractError as error:
-        # The first violation in document order: one problem, at one field, is
-        # what a model can act on; the next call shows the next one.
-        first = error.violations[0]
-        # A text too long is told its length before any character it holds:
-        # shortening it may drop the character too, and naming the character
-        # means reading the text one character at a time, however long it is.
-        first = next(
-            (
-                violation
-                for violation in error.violations
-                if violation.pointer == first.pointer and violation.keyword == "maxLength"
-            ),
-            first,
-        )
-        raise ToolValidationError(
-            tool.name, first.pointer, _problem(tool, first, normalised)
-        ) from None
+    """The call's arguments normalized and converted to the tool's parameter type."""
+    normalized = _normalized(value, msgspec.inspect.type_info(tool.parameters.type))
+    return arguments_of(tool, normalized, partial(_problem, tool, arguments=normalized))
 
 
 # Only ASCII whitespace is trimmed: the texts are ASCII, so a no-break or
@@ -101,7 +75,7 @@ def _arguments(tool: Tool, value: Any) -> Any:
 _ASCII_WHITESPACE = " \t\n\r\x0b\x0c"
 
 
-def _normalised(value: Any, kind: msgspec.inspect.Type) -> Any:
+def _normalized(value: Any, kind: msgspec.inspect.Type) -> Any:
     """`value` with every string of a known field trimmed, and blank ones null where allowed.
 
     It follows the parameter type, never the value, so it goes no deeper
@@ -118,17 +92,17 @@ def _normalised(value: Any, kind: msgspec.inspect.Type) -> Any:
     if isinstance(value, dict) and isinstance(kind, msgspec.inspect.StructType):
         fields = {field.encode_name: field.type for field in kind.fields}
         return {
-            key: _normalised(child, fields[key]) if key in fields else child
+            key: _normalized(child, fields[key]) if key in fields else child
             for key, child in value.items()
         }
     if isinstance(value, list) and isinstance(
         kind, msgspec.inspect.ListType | msgspec.inspect.VarTupleType
     ):
-        return [_normalised(item, kind.item_type) for item in value]
+        return [_normalized(item, kind.item_type) for item in value]
     return value
 
 
-def _problem(tool: Tool, violation: Violation, arguments: Any) -> str:
+def _problem(tool: Tool, violation: Violation, *, arguments: Any) -> str:
     """The violation's message; for text that is empty or that a pattern refuses, a clearer one.
 
     An empty text is named so, and for a character the pattern refuses, the
@@ -260,15 +234,17 @@ def _ids(first: int, count: int) -> str:
 # The handlers -------------------------------------------------------------------------
 
 
-def _set_up(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_SETUP_PLAN)
+def _set_up(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     arguments: SessionSetupPlan = _arguments(tool, value)
     new = reducers.set_up(arguments)
     steps = len(new.steps)
     listed = f"{_counted(steps, 'step')}, {_ids(1, steps)}" if steps else "no steps yet"
-    return Handled(arguments, new, True, f"The plan is set up and active, with {listed}.")
+    return Handled(arguments, new, f"The plan is set up and active, with {listed}.")
 
 
-def _add(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_ADD_STEP)
+def _add(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     arguments: SessionAddStep = _arguments(tool, value)
     plan = _active(tool, plan, "new steps")
     first = reducers.next_step_number(plan)
@@ -281,10 +257,11 @@ def _add(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
             f"end at {step_id(MAX_STEPS)}: at most {MAX_STEPS - first + 1} more can be added",
         )
     new = reducers.add_steps(plan, arguments)
-    return Handled(arguments, new, True, f"Added {_ids(first, count)}, pending.")
+    return Handled(arguments, new, f"Added {_ids(first, count)}, pending.")
 
 
-def _update(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_UPDATE_STEP)
+def _update(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     arguments: SessionUpdateStep = _arguments(tool, value)
     plan = _active(tool, plan, "updates")
     _step_named(tool, plan, arguments.step_id)
@@ -294,10 +271,11 @@ def _update(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
         if given is not None
     )
     new = reducers.update_step(plan, arguments)
-    return Handled(arguments, new, True, f"Updated the {changed} of {arguments.step_id}.")
+    return Handled(arguments, new, f"Updated the {changed} of {arguments.step_id}.")
 
 
-def _mark(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_MARK_STEP)
+def _mark(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     arguments: SessionMarkStep = _arguments(tool, value)
     plan = _existing(tool, plan)
     if plan.status == "abandoned":
@@ -318,35 +296,23 @@ def _mark(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
     new = reducers.mark_step(plan, arguments)
     noted = ", with a note" if arguments.note is not None else ""
     message = f"Marked {step.step_id} {arguments.status}{noted}; the plan is {new.status}."
-    return Handled(arguments, new, True, message)
+    return Handled(arguments, new, message)
 
 
-def _clear(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_CLEAR_PLAN)
+def _clear(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     arguments: SessionClearPlan = _arguments(tool, value)
     if plan is None:
         raise ToolValidationError(tool.name, None, "there is no plan to clear")
     if plan.status == "abandoned":
         raise ToolValidationError(tool.name, None, "the plan is already abandoned")
     new = reducers.abandon(plan)
-    return Handled(arguments, new, True, "The plan is abandoned; its steps are discarded.")
+    return Handled(arguments, new, "The plan is abandoned; its steps are discarded.")
 
 
-def _read(tool: Tool, plan: SessionPlan | None, value: Any) -> Handled:
+@HANDLERS.handles(SESSION_READ_PLAN)
+def _read(tool: Tool, plan: SessionPlan | None, value: Any, context: None) -> Handled:
     _arguments(tool, value)  # no values, but a call with some is refused
     plan = _existing(tool, plan)
     message = f"The plan is {plan.status}, with {_counted(len(plan.steps), 'step')}."
-    return Handled(plan, plan, False, message)
-
-
-_BY_PARAMETERS: dict[type[Any], Callable[[Tool, SessionPlan | None, Any], Handled]] = {
-    SessionSetupPlan: _set_up,
-    SessionAddStep: _add,
-    SessionUpdateStep: _update,
-    SessionMarkStep: _mark,
-    SessionClearPlan: _clear,
-    SessionReadPlan: _read,
-}
-HANDLERS: dict[str, Handler] = {
-    tool.name: partial(_BY_PARAMETERS[tool.parameters.type], tool) for tool in TOOLS
-}
-"Each tool's handler, by the tool's name."
+    return Handled(plan, plan, message, changed=False)

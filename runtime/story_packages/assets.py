@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...generated.story_packages import AssetFile
-from ..core.errors import AssetGenerationError
 
-__all__ = ["AssetGenerationError", "AssetHook", "AssetRequest", "RecordingAssets"]
+__all__ = ["AssetHook", "AssetRequest", "RecordingAssets"]
 
 AssetKind = Literal["portrait", "background", "music"]
 

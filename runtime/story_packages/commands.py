@@ -25,11 +25,10 @@ from pathlib import Path
 import msgspec
 
 from ...generated import STORY_PACKAGE
-from ...generated.story_packages import StoryPackage
+from ...generated.story_packages import StoryDraft, StoryPackage
 from ..commandkit import (
     EXIT_INVALID,
     EXIT_OK,
-    NoCall,
     Output,
     RulesOption,
     add_max_bytes,
@@ -41,7 +40,6 @@ from ..commandkit import (
     opened,
     outcome,
     read_at_most,
-    read_call,
     reason,
     require_extra,
     run_calls,
@@ -56,18 +54,17 @@ from ..core.errors import (
     ContractError,
     GenerationFailed,
     StoreError,
-    ToolValidationError,
     UsageError,
     Violation,
     shown,
 )
 from ..core.rules import Rules
+from ..core.sessions import ToolCall
 from ..core.validation import convert, parse_document
 from .graph import FORMATS, dot
 from .rules import STORY_PACKAGE_RULES
-from .session import CallResult, Session
+from .session import DraftSession
 from .storage import DraftStore
-from .tools import TOOLS
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -137,24 +134,22 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     with ExitStack() as stack:
         session = _session(args, stack)
-        return run_calls(
-            args.calls,
-            args.max_bytes,
-            out,
-            partial(_call, session),
-            lambda done: {"session": session.draft.package_id},
-        )
+
+        def after() -> dict[str, str]:
+            return {"session": session.draft.package_id}
+
+        return run_calls(args.calls, args.max_bytes, out, session, after)
 
 
-def _session(args: argparse.Namespace, stack: ExitStack) -> Session:
+def _session(args: argparse.Namespace, stack: ExitStack) -> DraftSession:
     """The session the calls go to: a new draft, or the one `--session` names in `--db`."""
     if args.db is None:
-        return Session(packages=args.out)
+        return DraftSession(packages=args.out)
     try:
         store = stack.enter_context(DraftStore(args.db))
         if args.session is None:
-            return Session(store=store, packages=args.out)
-        return Session.resume(store, _session_id(args.session), packages=args.out)
+            return DraftSession(store=store, packages=args.out)
+        return DraftSession.resume(store, _session_id(args.session), packages=args.out)
     except StoreError as error:
         raise UsageError(str(error)) from None
 
@@ -164,17 +159,6 @@ def _session_id(text: str) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         raise UsageError(f"--session {shown(text)}: not a UUID") from None
-
-
-def _call(session: Session, line: bytes | Violation) -> CallResult:
-    """Apply one line's call; a line that is no call is refused as a call of no tool."""
-    names = ", ".join(tool.name for tool in TOOLS)
-    call = read_call(line, f"a story tool: {names}")
-    if isinstance(call, NoCall):
-        name = call.tool or ""
-        error = ToolValidationError(name, None, call.message)
-        return CallResult(name, None, error, call.message, session.draft)
-    return session.call(call.tool, call.arguments)
 
 
 # graph --------------------------------------------------------------------------
@@ -277,12 +261,13 @@ def _render_svg(program: str, text: str, target: Path) -> int:
     return EXIT_OK
 
 
-MOST_BUILD_CALLS = 100
+MAX_BUILD_CALLS = 100
 "The most calls a build may be given: a three-act pipeline and many repairs."
 
 
 def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .build import LOCATIONS, MOST_ACTS, SPARE_CALLS
+    from .agent import SPARE_CALLS
+    from .profiles import LOCATIONS, MAX_ACTS
 
     build = group.add_parser(
         "build",
@@ -292,16 +277,16 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     build.add_argument("premise", metavar="PREMISE", help="the story in one or two sentences")
     build.add_argument(
         "--acts",
-        type=bounded_int(1, MOST_ACTS),
+        type=bounded_int(1, MAX_ACTS),
         default=1,
         metavar="N",
-        help=f"how many acts, 1 to {MOST_ACTS} (default 1), each of {LOCATIONS[0]} locations",
+        help=f"how many acts, 1 to {MAX_ACTS} (default 1), each of {LOCATIONS[0]} locations",
     )
     build.add_argument(
         "--max-calls",
-        type=bounded_int(1, MOST_BUILD_CALLS),
+        type=bounded_int(1, MAX_BUILD_CALLS),
         metavar="N",
-        help=f"the most tool calls made, 1 to {MOST_BUILD_CALLS} (default: the pipeline's, "
+        help=f"the most tool calls made, 1 to {MAX_BUILD_CALLS} (default: the pipeline's, "
         f"plus {SPARE_CALLS} for refusals and repairs)",
     )
     build.add_argument(
@@ -324,7 +309,7 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def _build(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "story build")
     from ..model.choice import load_writer
-    from .build import Builder, ToolCall, checked_premise
+    from .agent import Builder, checked_premise
 
     try:
         premise = checked_premise(args.premise)
@@ -339,11 +324,11 @@ def _build(args: argparse.Namespace, out: Output) -> int:
                 store = stack.enter_context(DraftStore(args.db))
             except StoreError as error:
                 raise UsageError(str(error)) from None
-        session = Session(store=store, packages=args.out)
+        session = DraftSession(store=store, packages=args.out)
         builder = Builder(load_writer(model_choice(args), needs="a story build needs one"))
-        made: list[ToolCall] = []
+        made: list[ToolCall[StoryDraft]] = []
 
-        def printed(call: ToolCall) -> None:
+        def printed(call: ToolCall[StoryDraft]) -> None:
             made.append(call)
             record = {"call": len(made), **outcome(call.result), "arguments": call.arguments}
             out.write(msgspec.json.encode(record).decode() + "\n")

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import msgspec
@@ -34,6 +33,7 @@ from ...generated import (
     STORY_ACT_OUTLINE,
     STORY_CHARACTER,
     STORY_FINALIZE_NODE,
+    STORY_FINALIZE_PACKAGE,
     STORY_NODE_ENCOUNTERS,
     STORY_NODE_WEB,
     STORY_PACKAGE,
@@ -61,20 +61,22 @@ from ...generated.story_packages import (
     StoryUpdateElement,
     StoryUpdateElementResult,
 )
+from ..core import sessions
 from ..core.errors import AssetGenerationError, ContractError, ToolValidationError, shown
 from ..core.jsontext import escape_token
+from ..core.sessions import Handlers, arguments_of
 from ..core.tools import Tool
 from ..core.validation import convert
 from .assets import AssetHook, AssetKind, AssetRequest
 from .drafts import Draft, closed, encounter_ids, opened, package_of
 from .tools import TOOLS
 
-__all__ = ["HANDLERS", "Context", "Handled", "Handler"]
+__all__ = ["HANDLERS", "Finalized", "Workshop"]
 
 
 @dataclass(frozen=True)
-class Context:
-    """What a call needs besides the draft."""
+class Workshop:
+    """What a call needs besides the draft: where assets are made, and the clock."""
 
     assets: AssetHook
     "Makes the portraits, backgrounds and music the steps ask for."
@@ -82,22 +84,18 @@ class Context:
     "The time now, with its time zone: when a package is finalized."
 
 
+Handled = sessions.Handled[StoryDraft]
+
+
 @dataclass(frozen=True)
-class Handled:
-    """What a call that succeeded did."""
+class Finalized(Handled):
+    """What `finalizePackage` did: the finalized draft, and the package made of it, to save."""
 
-    result: msgspec.Struct
-    "What the tool returns: `{ok: true, ...}`, of the tool's result contract."
-    draft: StoryDraft
-    "The new draft."
-    message: str
-    "One line saying what the call did."
     package: StoryPackage | None = None
-    "The package `finalizePackage` made, to be saved; None for the other tools."
 
 
-Handler = Callable[[StoryDraft, Any, Context], Handled]
-"A tool's handler: given the latest draft, the call's arguments and the context."
+HANDLERS: Handlers[StoryDraft, Workshop] = Handlers(TOOLS)
+"Each tool's handler: given the latest draft, the call's arguments and the workshop."
 
 
 # Names and messages ---------------------------------------------------------------------
@@ -117,17 +115,6 @@ def _counted(count: int, noun: str) -> str:
 
 
 # Arguments and the draft's state ------------------------------------------------------------
-
-
-def _arguments(tool: Tool, value: Any) -> Any:
-    """The call's arguments converted to the tool's input type, or its first problem refused."""
-    try:
-        return convert(tool.parameters, value)
-    except ContractError as error:
-        # The first violation in document order: one problem, at one field, is
-        # what a model can act on; the next call shows the next one.
-        first = error.violations[0]
-        raise ToolValidationError(tool.name, first.pointer, first.message) from None
 
 
 def _drafting(tool: Tool, draft: StoryDraft) -> None:
@@ -242,7 +229,7 @@ def _made(tool: Tool, hook: AssetHook, request: AssetRequest) -> Draft:
 
 
 def _asset(
-    tool: Tool, draft: Draft, context: Context, kind: AssetKind, key: str, prompts: list[Any]
+    tool: Tool, draft: Draft, context: Workshop, kind: AssetKind, key: str, prompts: list[Any]
 ) -> str:
     """Ask the hook for one asset, record its file under its key, and answer its URL."""
     weighted = tuple((prompt["text"], prompt["weight"]) for prompt in prompts)
@@ -274,9 +261,10 @@ def _new(tool: Tool, draft: Draft) -> StoryDraft:
 # The handlers ------------------------------------------------------------------------------
 
 
-def _premise(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_PREMISE)
+def _premise(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryPremise = _arguments(tool, value)
+    arguments: StoryPremise = arguments_of(tool, value)
     if latest.premise is not None:
         raise ToolValidationError(
             tool.name,
@@ -332,7 +320,7 @@ def _arc_ids(draft: Draft, character_id: str) -> set[str]:
     return set()
 
 
-def _portrait(tool: Tool, draft: Draft, context: Context, character: Draft) -> str | None:
+def _portrait(tool: Tool, draft: Draft, context: Workshop, character: Draft) -> str | None:
     if not character["imagePrompt"]:
         return None  # an empty prompt asks for no portrait
     return _asset(
@@ -340,9 +328,10 @@ def _portrait(tool: Tool, draft: Draft, context: Context, character: Draft) -> s
     )
 
 
-def _character(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_CHARACTER)
+def _character(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryCharacter = _arguments(tool, value)
+    arguments: StoryCharacter = arguments_of(tool, value)
     draft = opened(latest)
     if any(character["id"] == arguments.id for character in draft["characters"]):
         raise ToolValidationError(
@@ -359,9 +348,10 @@ def _character(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> 
     return Handled(result, _new(tool, draft), f"The character {shown(arguments.id)} is proposed.")
 
 
-def _outline(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_ACT_OUTLINE)
+def _outline(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryActOutline = _arguments(tool, value)
+    arguments: StoryActOutline = arguments_of(tool, value)
     _unique(
         tool,
         _pointed("", "intendedLocations", arguments.intended_locations),
@@ -417,9 +407,10 @@ def _check_web(tool: Tool, draft: Draft, act: Draft, web: Draft, prefix: str) ->
     )
 
 
-def _node_web(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_NODE_WEB)
+def _node_web(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryNodeWeb = _arguments(tool, value)
+    arguments: StoryNodeWeb = arguments_of(tool, value)
     draft = opened(latest)
     act = _act(tool, draft, arguments.act_id, "/actId")
     webs: list[Draft] = msgspec.to_builtins(arguments.locations)
@@ -438,9 +429,10 @@ def _node_web(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> H
     return Handled(result, _new(tool, draft), message)
 
 
-def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_NODE_ENCOUNTERS)
+def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryNodeEncounters = _arguments(tool, value)
+    arguments: StoryNodeEncounters = arguments_of(tool, value)
     draft = opened(latest)
     act = _act(tool, draft, arguments.act_id, "/actId")
     location = _location(tool, act, arguments.node_id, "/nodeId")
@@ -465,9 +457,10 @@ def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Context) ->
     return Handled(result, _new(tool, draft), message)
 
 
-def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_FINALIZE_NODE)
+def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryFinalizeNode = _arguments(tool, value)
+    arguments: StoryFinalizeNode = arguments_of(tool, value)
     draft = opened(latest)
     act = _act(tool, draft, arguments.act_id, "/actId")
     location = _location(tool, act, arguments.node_id, "/nodeId")
@@ -530,9 +523,10 @@ _IDS = {"premise": (), "character": ("id",), "act": ("id",), "node": ("actId", "
 "The ids each kind of element needs; it takes no other (the schema's description says so)."
 
 
-def _update(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_UPDATE_ELEMENT)
+def _update(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryUpdateElement = _arguments(tool, value)
+    arguments: StoryUpdateElement = arguments_of(tool, value)
     draft = opened(latest)
     changes: Draft = value["changes"]
     kind = arguments.type
@@ -607,9 +601,10 @@ def _character_index(tool: Tool, draft: Draft, character_id: str) -> int:
 # finalizePackage ----------------------------------------------------------------------------------
 
 
-def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Context) -> Handled:
+@HANDLERS.handles(STORY_FINALIZE_PACKAGE)
+def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Handled:
     _drafting(tool, latest)
-    arguments: StoryFinalizePackage = _arguments(tool, value)
+    arguments: StoryFinalizePackage = arguments_of(tool, value)
     draft = opened(latest)
     if not draft["characters"]:
         raise ToolValidationError(
@@ -652,20 +647,4 @@ def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Conte
     message = (
         f"The package {shown(package.title)} is finalized, with {_counted(total, 'location')}."
     )
-    return Handled(result, _new(tool, draft), message, package)
-
-
-_BY_PARAMETERS: dict[type[Any], Callable[[Tool, StoryDraft, Any, Context], Handled]] = {
-    StoryPremise: _premise,
-    StoryCharacter: _character,
-    StoryActOutline: _outline,
-    StoryNodeWeb: _node_web,
-    StoryNodeEncounters: _encounters,
-    StoryFinalizeNode: _finalize_node,
-    StoryUpdateElement: _update,
-    StoryFinalizePackage: _finalize_package,
-}
-HANDLERS: dict[str, Handler] = {
-    tool.name: partial(_BY_PARAMETERS[tool.parameters.type], tool) for tool in TOOLS
-}
-"Each tool's handler, by the tool's name."
+    return Finalized(result, _new(tool, draft), message, package=package)

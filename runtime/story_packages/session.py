@@ -1,8 +1,8 @@
 """A draft session: one story draft, changed only by calls of the eight story tools.
 
-    from plancontracts.runtime.story_packages.session import Session
+    from plancontracts.runtime.story_packages import DraftSession
 
-    session = Session()                       # a new draft, its package id a random UUID
+    session = DraftSession()                       # a new draft, its package id a random UUID
     done = session.call("proposeStoryPremise", {...})
     done.ok, done.result, done.message        # True, StoryPremiseResult(ok=True, ...), '...'
     session.draft                             # the draft now, a StoryDraft
@@ -10,7 +10,7 @@
 Every call that succeeds makes a new draft; a refused call returns its error
 and leaves the draft as it was, the very same object. Given a `DraftStore`,
 the session saves the draft after every successful call, before it adopts
-it (a draft that cannot be saved refuses the call), and `Session.resume`
+it (a draft that cannot be saved refuses the call), and `DraftSession.resume`
 loads one back; given a folder, `finalizePackage` saves the package there as
 JSON too. Nothing is written anywhere else.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,41 +28,18 @@ import msgspec
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.contracts import field_bound
 from ..core.errors import StoreError, ToolValidationError
+from ..core.sessions import CallResult, Handled, ToolSession
 from .assets import AssetHook, RecordingAssets
 from .drafts import new_draft
-from .handlers import HANDLERS, Context
+from .handlers import HANDLERS, Finalized, Workshop
 from .storage import DraftStore, write_package
-from .tools import TOOLS
 
-__all__ = ["CallResult", "Session"]
+__all__ = ["DraftSession"]
 
-_MOST_MS = field_bound(StoryDraft, "generation_ms", "le")
-
-
-@dataclass(frozen=True)
-class CallResult:
-    """What one tool call did: its result, or the error that refused it, and the draft after it."""
-
-    tool: str
-    "The name of the tool called."
-    result: msgspec.Struct | None
-    "What the tool returned (`{ok: true, ...}` of its result contract), or None if refused."
-    error: ToolValidationError | None
-    "Why the call was refused, or None if it succeeded."
-    message: str
-    "One line for the model: what the call did, or the error's text."
-    draft: StoryDraft
-    "The draft after the call: the same object as before it when the call was refused."
-    package: StoryPackage | None = None
-    "The package a successful `finalizePackage` made; None for every other call."
-
-    @property
-    def ok(self) -> bool:
-        """Whether the call succeeded."""
-        return self.error is None
+_MAX_MS = field_bound(StoryDraft, "generation_ms", "le")
 
 
-class Session:
+class DraftSession(ToolSession[StoryDraft, Workshop]):
     """One story draft, saved where the caller says.
 
     `draft` is the draft to go on with (default: a new one in `locale`, `en`
@@ -85,16 +61,19 @@ class Session:
         packages: Path | None = None,
         now: Callable[[], datetime] | None = None,
     ) -> None:
-        self._draft = draft if draft is not None else new_draft(locale)
-        self._context = Context(assets or RecordingAssets(), now or (lambda: datetime.now(UTC)))
+        workshop = Workshop(assets or RecordingAssets(), now or (lambda: datetime.now(UTC)))
+        super().__init__(HANDLERS, draft if draft is not None else new_draft(locale), workshop)
         self._store = store
         self._packages = packages
+        self._started = time.monotonic()
+        self.package: StoryPackage | None = None
+        "The package `finalizePackage` made; None until it succeeds."
 
     @classmethod
-    def resume(cls, store: DraftStore, session: str, **options: Any) -> Session:
+    def resume(cls, store: DraftStore, session: str, **options: Any) -> DraftSession:
         """The session of the draft saved in `store` as `session` (its package id), to go on with.
 
-        `options` are the other arguments of `Session`. Raises `StoreError`
+        `options` are the other arguments of `DraftSession`. Raises `StoreError`
         when the store has no such draft or holds one that breaks its contract.
         """
         return cls(store.load_draft(session), store=store, **options)
@@ -102,32 +81,22 @@ class Session:
     @property
     def draft(self) -> StoryDraft:
         """The draft now."""
-        return self._draft
+        return self.state
 
-    def call(self, tool: str, arguments: Any) -> CallResult:
-        """Call the tool named `tool` with `arguments`, a parsed JSON value (normally a dict).
+    def call(self, tool: str, arguments: Any) -> CallResult[StoryDraft]:
+        # The draft counts the time its successful calls take, asset generation included.
+        self._started = time.monotonic()
+        return super().call(tool, arguments)
 
-        Never raises for a bad call: an unknown tool, arguments that break its
-        contract, a step out of order, a package that fails its checks and a
-        draft that cannot be saved are all a result whose `error` says why.
+    def adopt(self, tool: str, handled: Handled[StoryDraft]) -> StoryDraft:
+        """The new draft, its time counted, saved with the package it made, if any.
+
+        A draft or package that cannot be saved refuses the call.
         """
-        latest = self._draft
-        started = time.monotonic()
-        try:
-            handler = HANDLERS[TOOLS.named(tool).name]  # UnknownToolError names the tools
-            handled = handler(latest, arguments, self._context)
-            spent = round((time.monotonic() - started) * 1000)
-            draft = msgspec.structs.replace(
-                handled.draft, generation_ms=min(_MOST_MS, handled.draft.generation_ms + spent)
-            )
-            self._save(tool, draft, handled.package)
-        except ToolValidationError as error:
-            return CallResult(tool, None, error, str(error), latest)
-        self._draft = draft
-        return CallResult(tool, handled.result, None, handled.message, draft, handled.package)
-
-    def _save(self, tool: str, draft: StoryDraft, package: StoryPackage | None) -> None:
-        """Save the package, if any, then the draft. Raises `ToolValidationError` on failure."""
+        spent = round((time.monotonic() - self._started) * 1000)
+        ms = min(_MAX_MS, handled.state.generation_ms + spent)
+        draft = msgspec.structs.replace(handled.state, generation_ms=ms)
+        package = handled.package if isinstance(handled, Finalized) else None
         try:
             if package is not None and self._packages is not None:
                 write_package(package, self._packages)
@@ -140,3 +109,6 @@ class Session:
             raise ToolValidationError(tool, None, f"cannot save the package: {reason}") from None
         except StoreError as error:
             raise ToolValidationError(tool, None, str(error)) from None
+        if package is not None:
+            self.package = package
+        return draft

@@ -27,7 +27,7 @@ from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.errors import PlanContractsError, StoreError, shown
 from ..core.validation import decode
 
-__all__ = ["DraftStore", "StoreError", "read_package", "write_package"]
+__all__ = ["DraftStore", "read_package", "write_package"]
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",

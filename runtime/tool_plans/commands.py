@@ -48,8 +48,8 @@ from ..engine.limits import MAX_GENERATIONS
 from ..engine.skills import SkillSet
 
 if TYPE_CHECKING:
+    from .agent import Planner
     from .narrator import Turn
-    from .planner import Planner
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -357,7 +357,7 @@ def _attempt_log(name: str | None) -> Iterator[AttemptLog | None]:
 
 def _planner(args: argparse.Namespace) -> Planner:
     from ..model.choice import load_first_writer
-    from .planner import Planner
+    from .agent import Planner
 
     return Planner(load_first_writer(model_choice(args)), _skills(args))
 

@@ -22,14 +22,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib.resources import files
 from pathlib import Path
-from string import Template
 from typing import Any, Literal, Protocol
 
 import msgspec
 
 from ...generated.tool_plans import ExecutionResult, FailedTool, Plan, PlanAttempt
+from ..core.templates import template
 from ..engine.executor import UiEventHandler, execute_plan
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
@@ -43,7 +42,7 @@ log = logging.getLogger("plancontracts.narrator")
 
 
 class PlanSource(Protocol):
-    """What the narrator plans with: `tool_plans.planner.Planner`, or any planner like it."""
+    """What the narrator plans with: `tool_plans.agent.Planner`, or any planner like it."""
 
     skills: SkillSet
 
@@ -184,8 +183,7 @@ def fallback_narration(player_input: str) -> str:
     action = " ".join(player_input.split())[:200].rstrip(".!?") or "act"
     for prefix in ("I ", "i "):
         action = action.removeprefix(prefix)
-    template = files(__package__).joinpath("templates", "fallback.md").read_text("utf-8")
-    return Template(template).substitute(action=action).strip()
+    return template(__package__, "fallback.md").substitute(action=action).strip()
 
 
 def _narration(plan: Plan, result: ExecutionResult, skills: SkillSet) -> str:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from importlib.resources import files
-from string import Template
 from typing import Any
 
 from ...generated.tool_plans import PlanAttempt, ToolError
 from ..core.plain_text import one_line
+from ..core.templates import template
 from ..engine.skills import SkillSet
 from ..model.chat import Message
 
@@ -25,10 +24,6 @@ FAILURES_SHOWN = 5
 "The most failed tools a replan prompt describes; more are counted, not described."
 _MESSAGE_SHOWN = 200
 "The most characters of a failure's message a replan prompt quotes."
-
-
-def _template(name: str) -> Template:
-    return Template(files(__package__).joinpath("templates", name).read_text("utf-8"))
 
 
 def narrator_messages(
@@ -58,11 +53,11 @@ def narrator_messages(
         if skill.prompt.strip():
             lines += ["", skill.prompt.strip()]
         sections.append("\n".join(lines))
-    system = _template("narrator.md").substitute(
+    system = template(__package__, "narrator.md").substitute(
         skills="\n\n".join(sections) or "(none: narrate only)",
         disabled=", ".join(off) or "none",
         state=json.dumps(dict(state or {}), ensure_ascii=False, sort_keys=True),
-        failures=_template("replan.md").substitute(
+        failures=template(__package__, "replan.md").substitute(
             failures="\n".join(f"- {one_line(line)}" for line in failures)
         )
         if failures

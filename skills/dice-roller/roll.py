@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.core.errors import ScriptFailure
-from plancontracts.runtime.engine.script_io import Reply, run_script
+from plancontracts.runtime.engine.script_io import Reply, ScriptFailure, run_script
 
 # The ranges live in the expression itself so that it can be the input
 # schema's pattern word for word: the schema and this parser cannot disagree.

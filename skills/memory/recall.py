@@ -17,8 +17,7 @@ from pathlib import Path
 from memories import MEMORY_FILE, load_memories
 
 from plancontracts.generated.tool_plans import ToolRequest
-from plancontracts.runtime.core.errors import ScriptFailure
-from plancontracts.runtime.engine.script_io import DataFile, Reply, run_script
+from plancontracts.runtime.engine.script_io import DataFile, Reply, ScriptFailure, run_script
 
 LIMIT = 5
 

@@ -1,4 +1,4 @@
-"""The planning tools' prompt section, and their definitions for function calling.
+"""The planning tools' prompt section, their definitions for function calling, a drive's prompt.
 
 The section is one Markdown section (`templates/section.md` beside this
 module): a heading, a short intro, the strategy's mindset
@@ -8,25 +8,31 @@ parameters. The templates refer to a tool by its parameter contract (`$session_s
 `session-setup-plan`); its name, description, parameters and their limits
 are read from the contract's bundled schema, so none is typed here. The tools
 are listed, and defined for function calling, in the order the usage list
-first names them.
+first names them. A drive's model reads the section for its strategy, the
+objective, its last calls and the plan (`drive_messages`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from enum import StrEnum
 from functools import cache
-from importlib.resources import files
-from string import Template
 from typing import Any
 
+from ...generated.session_plans import SessionPlan
 from ..core.contracts import contract_schema
 from ..core.schema_text import between, display_pattern
+from ..core.sessions import ToolCall
+from ..core.templates import template, template_text
 from ..core.tools import Tool
+from ..model.chat import Message
 from .tools import TOOLS
 
 __all__ = [
+    "RECENT_CALLS",
     "PlanningStrategy",
+    "drive_messages",
     "planning_section",
     "planning_tools",
     "tool_definitions",
@@ -51,7 +57,7 @@ def planning_tools() -> tuple[Tool, ...]:
     Raises ValueError when the usage list names no tool of a contract that
     has one: the template and the schemas are out of step.
     """
-    usage = _template_text("section.md")
+    usage = template_text(__package__, "section.md")
     return tuple(sorted(TOOLS, key=lambda tool: usage.index(f"${_placeholder(tool)}")))
 
 
@@ -64,9 +70,9 @@ def planning_section(strategy: PlanningStrategy = PlanningStrategy.REACT) -> str
     templates and the schemas are out of step.
     """
     names = {_placeholder(tool): f"`{tool.name}`" for tool in planning_tools()}
-    mindset = _template(f"mindset-{strategy.value}.md").substitute(names).strip()
+    mindset = template(__package__, f"mindset-{strategy.value}.md").substitute(names).strip()
     tools = "\n".join(_entry(number, tool) for number, tool in enumerate(planning_tools(), 1))
-    section = _template("section.md").substitute(names, mindset=mindset, tools=tools)
+    section = template(__package__, "section.md").substitute(names, mindset=mindset, tools=tools)
     return section.strip() + "\n"
 
 
@@ -94,14 +100,6 @@ def tool_definitions() -> list[dict[str, Any]]:
 def _placeholder(tool: Tool) -> str:
     """How the templates name `tool`: by its parameter contract, `session_setup_plan`."""
     return tool.parameters.name.replace("-", "_")
-
-
-def _template_text(name: str) -> str:
-    return files(__package__).joinpath("templates", name).read_text("utf-8")
-
-
-def _template(name: str) -> Template:
-    return Template(_template_text(name))
 
 
 def _entry(number: int, tool: Tool) -> str:
@@ -169,3 +167,51 @@ def _kind(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
     # Wording a type without its limits would hide them from the model: a new kind
     # of value in the schemas needs its wording here first.
     raise ValueError(f"no wording for values of type {kind!r} in the planning section")
+
+
+RECENT_CALLS = 6
+"How many of its last calls, with their results, the model reads: the prompt stays bounded."
+
+
+def drive_messages(
+    objective: str,
+    calls: Iterable[ToolCall[SessionPlan | None]],
+    plan: SessionPlan | None,
+    strategy: PlanningStrategy = PlanningStrategy.REACT,
+) -> list[Message]:
+    """What the model reads before its next call: chat messages.
+
+    The system message is the planning section for `strategy`; the user
+    message gives `objective` and asks for one call. Then come the last
+    `RECENT_CALLS` of `calls`, each the model's call (as its JSON) and the
+    result it read back, and last the plan as it stands.
+    """
+    messages: list[Message] = [
+        {"role": "system", "content": planning_section(strategy).strip()},
+        {
+            "role": "user",
+            "content": template(__package__, "drive.md").substitute(objective=objective).strip(),
+        },
+    ]
+    for call in list(calls)[-RECENT_CALLS:]:
+        written = json.dumps({"tool": call.tool, "arguments": call.arguments})
+        messages.append({"role": "assistant", "content": written})
+        outcome = "ok" if call.result.ok else "refused"
+        messages.append({"role": "user", "content": f"Result ({outcome}): {call.result.message}"})
+    messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{_shown(plan)}"}
+    return messages
+
+
+def _shown(plan: SessionPlan | None) -> str:
+    """The plan in a few lines: its status and objective, each step's id, status and title."""
+    if plan is None:
+        return "There is no plan yet."
+    lines = [f"The plan ({plan.status}): {plan.objective}"]
+    lines += [f"- {step.step_id} ({step.status}): {step.title}" for step in plan.steps]
+    if not plan.steps:
+        lines.append("- no steps")
+    return "\n".join(lines)
+
+
+def _asked(objective: str) -> str:
+    return template(__package__, "drive.md").substitute(objective=objective).strip()

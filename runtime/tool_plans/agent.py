@@ -20,7 +20,7 @@ from ...generated.tool_plans import Plan
 from ..core.errors import GenerationFailed
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
-from .pattern_planner import pattern_plan
+from .patterns import pattern_plan
 from .profiles import plan_profile
 from .prompts import narrator_messages
 

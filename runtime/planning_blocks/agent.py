@@ -1,6 +1,6 @@
 """Planning blocks written by the local model, valid and rule-conforming by construction.
 
-    thinker = Thinker.start()                                    # load a model, once
+    thinker = Thinker(load_writer(ModelChoice(), needs="planning blocks need one"))  # once
     thought = await thinker.think("THINK: the guard blocks the bridge")
     thought.block                                                # a typed PlanningBlock
 

@@ -1,11 +1,11 @@
 """Who writes a plan's steps: scripted answers, the local model, or the fallback decomposition.
 
-    planner = Planner(load=lambda: load_first_model())  # the model, loaded on first use
-    output, source = await planner.steps(PlanRequest(goal, context))
+    planner = GoalPlanner(load=load_first_writer)  # the model, loaded on first use
+    output, source = await planner.steps(PlanRequest(goal, circumstances))
 
 A request is a goal to plan, or to replan after a failed step
-(`PlanRequest.failed`). The model reads `plan_messages(request)` and writes
-under `output_profile()`, the decoding schema derived from the
+(`PlanRequest.failed`). The model reads `prompts.plan_messages(request)` and
+writes under `profiles.output_profile()`, the decoding schema derived from the
 `goal-plan-output` contract: 2 to 6 steps, bounded strings, cycles 1 to 5,
 so every answer is a valid output by construction and nothing is parsed
 out of free text. Without a model, or when the model writes nothing
@@ -16,38 +16,24 @@ planning system keeps running.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
-from importlib.resources import files
-from string import Template
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ...generated import GOAL_PLAN_OUTPUT
-from ...generated.goal_plans import Goal, GoalPlanOutput, GoalStep, Lesson, StepProposal
+from ...generated.goal_plans import GoalPlanOutput, GoalStep, StepProposal
 from ..core.contracts import field_bound
 from ..core.errors import ContractError, ProfileBug
 from ..core.plain_text import one_line
-from ..core.profiles import Bounds, contract_profile
 from ..core.validation import convert
+from .profiles import output_profile
+from .prompts import PlanRequest, plan_messages
 
 if TYPE_CHECKING:
-    from ..model.chat import Message
     from ..model.writer import Writer
 
-__all__ = [
-    "PLAN_BOUNDS",
-    "Context",
-    "PlanRequest",
-    "Planner",
-    "Source",
-    "fallback_steps",
-    "output_profile",
-    "plan_messages",
-]
+__all__ = ["GoalPlanner", "Source", "fallback_steps"]
 
-PLAN_BOUNDS = Bounds(string=100, items=6)
-"Steps of at most 100 characters per text: a small model writes a plan in seconds."
 PLAN_TOKENS = 700
 "Enough for the longest plan the profile allows."
 Source = Literal["script", "model", "fallback"]
@@ -55,106 +41,12 @@ Source = Literal["script", "model", "fallback"]
 
 _HINT = field_bound(StepProposal, "action_hint", "max_length")
 _DESCRIPTION = field_bound(StepProposal, "description", "max_length")
-_MOST_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
-_MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
+_MAX_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
+_MAX_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
 _AGAIN = "Try again: "
 
 
-@dataclass(frozen=True)
-class Context:
-    """What the person feels and knows when a plan is made: the prompt's inputs besides the goal."""
-
-    needs: Mapping[str, float] = field(default_factory=dict)
-    "Each need's satisfaction in percent, by name."
-    emotions: Mapping[str, int] = field(default_factory=dict)
-    "Each emotion's strength, 0 to 100, by name."
-    world: Mapping[str, str] = field(default_factory=dict)
-    "What the person knows of the world, by name."
-    lessons: Sequence[Lesson] = ()
-    "What the person has learned."
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    """A goal to plan, or to replan: then with the steps completed and the step that failed."""
-
-    goal: Goal
-    context: Context
-    completed: Sequence[GoalStep] = ()
-    "Replans: the steps completed so far, in order."
-    failed: GoalStep | None = None
-    "Replans: the step that failed; None asks for a first plan."
-    reason: str = ""
-    "Replans: why the step failed."
-    pending: Sequence[GoalStep] = ()
-    "Replans: the steps after the failed one, not reached."
-
-
 # The prompts --------------------------------------------------------------------------------
-
-
-@cache
-def _template(name: str) -> Template:
-    return Template(files(__package__).joinpath("templates", name).read_text("utf-8"))
-
-
-def _listed(lines: list[str], none: str = "none known") -> str:
-    return "\n".join(f"- {one_line(line)}" for line in lines) if lines else f"- {none}"
-
-
-def _number(value: float) -> str:
-    return f"{value:g}"
-
-
-def plan_messages(request: PlanRequest) -> list[Message]:
-    """What the model reads before writing steps for `request`: chat messages.
-
-    The system message says what a plan is and how to write one; the user
-    message gives the goal, its horizon, the needs, emotions, world and
-    lessons, and for a replan the steps completed, the step that failed
-    (with what it was to achieve) and why, and the steps not reached.
-    """
-    context = request.context
-    values = {
-        "goal": one_line(request.goal.description),
-        "horizon": request.goal.horizon,
-        "needs": _listed([f"{k}: {_number(v)}% satisfied" for k, v in context.needs.items()]),
-        "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
-        "world": _listed([f"{k}: {v}" for k, v in context.world.items()]),
-        "lessons": _listed(
-            [f"{each.lesson} (confidence {each.confidence:.2f})" for each in context.lessons]
-        ),
-    }
-    failed = request.failed
-    if failed is None:
-        user = _template("plan.md").substitute(values)
-    else:
-        completed = [
-            f"{step.description} (done by: {step.action_hint})" for step in request.completed
-        ]
-        pending = [f"{step.description} (action: {step.action_hint})" for step in request.pending]
-        user = _template("replan.md").substitute(
-            values,
-            completed=_listed(completed, "none"),
-            failed=one_line(f"{failed.description} (action: {failed.action_hint})"),
-            expected=one_line(failed.expected_outcome),
-            reason=one_line(request.reason),
-            pending=_listed(pending, "none"),
-        )
-    return [
-        {"role": "system", "content": _template("system.md").substitute().strip()},
-        {"role": "user", "content": user.strip()},
-    ]
-
-
-@cache
-def _profile() -> dict[str, Any]:
-    return contract_profile(GOAL_PLAN_OUTPUT, PLAN_BOUNDS)
-
-
-def output_profile() -> dict[str, Any]:
-    """The decoding schema of the model's steps, derived from the `goal-plan-output` contract."""
-    return _profile()
 
 
 # The fallback -------------------------------------------------------------------------------
@@ -190,12 +82,12 @@ def fallback_steps(request: PlanRequest) -> GoalPlanOutput:
         description=again if again.startswith(_AGAIN) else one_line(_AGAIN + again, _DESCRIPTION),
         action_hint=failed.action_hint,
         expected_outcome=failed.expected_outcome,
-        estimated_cycles=min(_MOST_CYCLES, failed.estimated_cycles + 1),
+        estimated_cycles=min(_MAX_CYCLES, failed.estimated_cycles + 1),
     )
     steps = [retry, *map(_proposal, request.pending)]
     if len(steps) < 2:
         steps.append(work)
-    return GoalPlanOutput(steps=steps[:_MOST_STEPS])
+    return GoalPlanOutput(steps=steps[:_MAX_STEPS])
 
 
 def _proposal(step: GoalStep) -> StepProposal:
@@ -207,7 +99,7 @@ def _proposal(step: GoalStep) -> StepProposal:
 
 
 @dataclass
-class Planner:
+class GoalPlanner:
     """Writes steps for plan requests: scripted answers first, then the model, then the fallback.
 
     `load` is called once, on the first request no scripted answer is left

@@ -2,13 +2,13 @@
 
     system = PlanningSystem()
     goal_id = system.add_goal(Goal(description="Have enough food", horizon="short"))
-    system.start_plan(goal_id, output.steps)           # the model's steps (see `planner`)
+    system.start_plan(goal_id, output.steps)           # the model's steps (see `agent`)
     system.directive()                                 # what the action decision reads
     system.evaluate_step("look for work", 2.0)         # one cycle: StepOutcome.COMPLETED...
     system.due_replans()                               # plans to replan, and why
 
 This module holds the state and its rules, and never calls a model: asking
-for steps is `planner`'s job, and `simulation.Person` puts the two together
+for steps is `agent`'s job, and `simulation.Person` puts the two together
 cycle by cycle. Every number the rules use (the stuck multiplier, the
 overrides that replan, the readiness threshold, the progress and
 confidence steps, the replan bound) is read from the contracts'
@@ -50,7 +50,6 @@ __all__ = [
     "Failure",
     "PlanningSystem",
     "StepOutcome",
-    "TooManyGoals",
     "directive",
     "follows",
 ]

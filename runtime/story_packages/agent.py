@@ -1,0 +1,198 @@
+"""The local model building a story package through the eight tools, one call at a time.
+
+    builder = Builder(load_writer(ModelChoice(), needs="a build needs one"))  # once
+    build = await builder.build("A keeper finds ...", acts=1)  # a whole package
+    build.calls                                                # every call and its result
+    build.package                                              # the package, or None
+
+The pipeline is strict, so the code sequences it (`profiles.steps`): the premise,
+one character (two when there is more than one act), then per act its
+outline, its node web, the encounters of each location and the finalizing
+of each location, and last `finalizePackage`. The model writes each call's
+arguments under a decoding profile (`profiles.Step.profile`) derived from the tool's
+input contract with tight bounds (`BUILD_BOUNDS`), and narrowed by the
+draft so that the package holds together by construction:
+
+- the code fills every id (characters `char_1`, acts `act_1`, locations
+  `loc_1`, encounters `act_1_loc_1_1`), the premise's text, the key of a
+  location's background (its id), the package's title (the premise's) and
+  a music prompt's weight; and leaves empty the lists the contract lets be
+  empty and nothing here needs (motifs, hidden truths);
+- the model writes every other required field, and of the optional ones
+  only those the package's rules rest on (`NEEDED`): an act's progress
+  tracker, an encounter's progression, flags and prerequisites, and the
+  characters required;
+- references are enums of what exists: the characters proposed so far,
+  and as prerequisites the flags that encounters drafted by earlier calls
+  set (none while there are none);
+- location i connects to location i + 1, so every location is reachable
+  from the act's first; other connections are the model's choice;
+- each location gets `ENCOUNTERS` encounters, each giving 1 to
+  `MAX_PROGRESSION`, and the act's required progress is at most one less
+  than the number of its encounters: the act can be completed without any
+  one of them, so by more than one path, and no encounter is a dead end.
+
+A call whose every field the code fills (`finalizePackage`) is made without
+the model. Each call the model writes is checked against its tool's
+contract before it is made; one that breaks it is a `ProfileBug`. A call the
+draft still refuses is made again, its refusal in the prompt; a package
+`finalizePackage` refuses sends its report to the model, which makes one
+repair call (`updateElement`, or new encounters for a location) before the
+package is finalized again. Every call counts toward `max_calls`: when they
+run out, the build stops where it is, without a package, and the draft
+keeps every call that succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...generated import (
+    STORY_FINALIZE_PACKAGE,
+)
+from ...generated.story_packages import StoryDraft, StoryPackage, StoryPremise
+from ..core.contracts import field_bound
+from ..core.errors import ContractError, ProfileBug
+from ..core.sessions import CallResult, ToolCall
+from ..core.validation import convert
+from ..model.writer import Writer, say_on_stderr
+from .profiles import (
+    LOCATIONS,
+    MAX_ACTS,
+    Step,
+    pipeline_length,
+    repair_step,
+    steps,
+)
+from .prompts import (
+    build_messages,
+)
+from .session import DraftSession
+from .tools import TOOLS
+
+__all__ = ["SPARE_CALLS", "Build", "Builder", "checked_premise"]
+
+CALL_TOKENS = 800
+"Enough for the longest call a profile allows."
+SPARE_CALLS = 4
+"Calls a build has beyond its pipeline by default, for refusals and repairs."
+
+
+@dataclass
+class Build:
+    """A build so far: the premise, the session it drafts in, and every call it made, in order."""
+
+    premise: str
+    session: DraftSession
+    calls: list[ToolCall[StoryDraft]] = field(default_factory=list)
+
+    @property
+    def package(self) -> StoryPackage | None:
+        """The finalized package, or None while there is none."""
+        return self.session.package
+
+
+def checked_premise(text: str) -> str:
+    """`text` trimmed, as the premise of a build. Raises ValueError when empty or too long."""
+    premise = text.strip()
+    most = field_bound(StoryPremise, "premise", "max_length")
+    if not premise:
+        raise ValueError("the premise is empty")
+    if len(premise) > most:
+        raise ValueError(f"the premise is {len(premise)} characters long; at most {most} allowed")
+    return premise
+
+
+@dataclass
+class Builder:
+    """Builds story packages with one loaded model (or any `Writer`)."""
+
+    writer: Writer
+    say: Callable[[str], None] = say_on_stderr
+
+    async def build(
+        self,
+        premise: str,
+        *,
+        acts: int = 1,
+        locations: int = LOCATIONS[0],
+        max_calls: int | None = None,
+        seed: int | None = None,
+        on_call: Callable[[ToolCall[StoryDraft]], None] | None = None,
+        session: DraftSession | None = None,
+    ) -> Build:
+        """Build a package of `premise` with `acts` acts of `locations` locations each.
+
+        At most `max_calls` calls are made (default: the pipeline's, plus
+        `SPARE_CALLS`); `on_call` is told of each as soon as it is made.
+        `session` is where the draft is kept (default: a new one that saves
+        nothing); it must hold no premise yet. The model writes in a worker
+        thread: cancelling stops it at its next token. Raises ValueError for
+        an empty or too long premise, `acts` outside 1 to `MAX_ACTS`,
+        `locations` outside `LOCATIONS`, `max_calls` below 1 or a session
+        that has a premise; GenerationFailed when the model writes no
+        complete call (the prompt outgrew the model's context, say);
+        ProfileBug when a call breaks its tool's contract (a bug).
+        """
+        premise = checked_premise(premise)
+        if not 1 <= acts <= MAX_ACTS:
+            raise ValueError(f"a build makes 1 to {MAX_ACTS} acts, not {acts}")
+        if locations not in LOCATIONS:
+            raise ValueError(
+                f"an act has {LOCATIONS[0]} to {LOCATIONS[-1]} locations, not {locations}"
+            )
+        calls = (
+            max_calls if max_calls is not None else pipeline_length(acts, locations) + SPARE_CALLS
+        )
+        if calls < 1:
+            raise ValueError(f"a build makes at least 1 call, not {calls}")
+        session = session if session is not None else DraftSession()
+        if session.draft.premise is not None:
+            raise ValueError("the session's draft has a premise already: a build starts one")
+        build = Build(premise, session)
+        refused: CallResult[StoryDraft] | None = None
+        for made in steps(premise, acts, locations):
+            refused = None
+            while True:
+                if len(build.calls) >= calls:
+                    return build
+                step = made(session.draft)
+                call = await self._call(build, step, refused, seed, on_call)
+                if call.result.ok:
+                    break
+                refused = call.result
+                if call.tool == TOOLS.taking(STORY_FINALIZE_PACKAGE).name:
+                    # The package was refused: one repair, then it is finalized again.
+                    if len(build.calls) >= calls:
+                        return build
+                    await self._call(build, repair_step(session.draft), refused, seed, on_call)
+        return build
+
+    async def _call(
+        self,
+        build: Build,
+        step: Step,
+        refused: CallResult[StoryDraft] | None,
+        seed: int | None,
+        on_call: Callable[[ToolCall[StoryDraft]], None] | None,
+    ) -> ToolCall[StoryDraft]:
+        """Write `step`'s call (with the model, unless the code fills it all), check it, make it."""
+        written: dict[str, Any] = {}
+        if step.written:
+            messages = build_messages(build.premise, step, build.session.draft, refused)
+            answer = "Arguments JSON" if len(step.choices) == 1 else "Tool call JSON"
+            written = await self.writer.write_chat(
+                messages, step.profile, answer=answer, max_tokens=CALL_TOKENS, seed=seed
+            )
+        tool, arguments = step.call(written)
+        try:
+            convert(tool.parameters, arguments)
+        except ContractError as error:
+            raise ProfileBug(f"a {tool.name} call broke its contract: {error}") from None
+        call = ToolCall(tool.name, arguments, build.session.call(tool.name, arguments))
+        build.calls.append(call)
+        if on_call is not None:
+            on_call(call)
+        return call
