@@ -101,9 +101,10 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]], head: str) -> st
         "",
         f"from . import {', '.join(modules)}",
         "",
+        # In the order ruff keeps `__all__` (RUF022): constants, then classes.
         "__all__ = [",
+        *(f'    "{constant}",' for constant in sorted(map(constant_name, tree.contracts))),
         '    "Contract",',
-        *(f'    "{constant_name(name)}",' for name in tree.contracts),
         "]",
         "",
         '_Document = TypeVar("_Document")',

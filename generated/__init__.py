@@ -19,17 +19,16 @@ from typing import Any, Final, Generic, TypeVar
 from . import goal_plans, planning_blocks, session_plans, story_packages, tool_plans
 
 __all__ = [
-    "Contract",
     "EXECUTION_RESULT",
     "FROZEN_PLANS",
     "GOAL_EVENT",
     "GOAL_PLAN",
-    "GOAL_PLAN_OUTPUT",
     "GOAL_PLANNING_SYSTEM",
+    "GOAL_PLAN_OUTPUT",
     "PLAN",
-    "PLAN_ATTEMPT",
     "PLANNING_BLOCK",
     "PLANNING_SESSION",
+    "PLAN_ATTEMPT",
     "SESSION_ADD_STEP",
     "SESSION_CLEAR_PLAN",
     "SESSION_MARK_STEP",
@@ -58,6 +57,7 @@ __all__ = [
     "STORY_UPDATE_ELEMENT_RESULT",
     "TOOL_EVENT",
     "TOOL_REQUEST",
+    "Contract",
 ]
 
 _Document = TypeVar("_Document")

@@ -63,7 +63,7 @@ _EXPORTS = {
     "decode": "runtime.core.validation",
     "violations": "runtime.core.validation",
     "Limits": "runtime.engine.limits",
-    "check_plan": "runtime.engine.executor",
+    "check_plan": "runtime.engine.checks",
     "execute_plan": "runtime.engine.executor",
     "bundled_skills": "runtime.engine.skills",
     "discover_skills": "runtime.engine.skills",
@@ -143,7 +143,8 @@ if TYPE_CHECKING:
     from .runtime.core.rules import Rules
     from .runtime.core.schema_text import schema_text
     from .runtime.core.validation import convert, decode, violations
-    from .runtime.engine.executor import check_plan, execute_plan
+    from .runtime.engine.checks import check_plan
+    from .runtime.engine.executor import execute_plan
     from .runtime.engine.limits import Limits
     from .runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 

@@ -1,16 +1,9 @@
-"""The code that works with the contracts, in layers that import downward only.
+"""The code that works with the contracts, in layers that import one way.
 
-- `core`: contracts, strict JSON text, validation and its messages, rules
-  beyond the schemas (declared by families), schema text, plain text, and
-  decoding profiles. It imports nothing of the project but `generated`.
-- `engine` (the plan executor, tool processes, skills, script I/O, traces)
-  and `model` (model resolution, loading, generation, chat templates):
-  they import `core` only.
-- one package per contract family (`tool_plans`, `planning_blocks`): its
-  rules, profiles, prompts and templates, runtime and commands. Families
-  never import each other.
-- `cli`: the `plancontracts` command, the only code that imports families.
-
-`tests/test_layers.py` holds the code to these rules. The public API is
-`plancontracts` itself (`from plancontracts import decode`).
+`core` at the bottom, then `engine` and `model`, the command kit
+(`commandkit`), one package per family, and the entry point (`cli`) on top.
+What each layer may import, and where each kind of change goes:
+docs/development.md#layers (tests/test_layers.py holds the code to it). The
+public API is `plancontracts` itself (`from plancontracts import decode`) and
+each family's package (`from plancontracts.runtime.tool_plans import Planner`).
 """

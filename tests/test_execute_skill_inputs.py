@@ -24,7 +24,8 @@ from local_servers import http_server, silent_server
 from plancontracts.generated.tool_plans import Plan, ToolInvocation
 from plancontracts.runtime.core.errors import MalformedJSON
 from plancontracts.runtime.core.jsontext import parse
-from plancontracts.runtime.engine.executor import check_plan, execute_plan
+from plancontracts.runtime.engine.checks import check_plan
+from plancontracts.runtime.engine.executor import execute_plan
 from plancontracts.runtime.engine.limits import Limits
 from plancontracts.runtime.engine.skills import discover_skills
 

@@ -33,13 +33,8 @@ from plancontracts.generated.tool_plans import (
     UiEvent,
 )
 from plancontracts.runtime.core.validation import violations
-from plancontracts.runtime.engine.executor import (
-    EmitEvent,
-    ToolFunction,
-    check_plan,
-    execute_plan,
-    merge_patch,
-)
+from plancontracts.runtime.engine.checks import check_plan
+from plancontracts.runtime.engine.executor import EmitEvent, ToolFunction, execute_plan, merge_patch
 from plancontracts.runtime.engine.limits import Limits
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from plancontracts import check_plan
 from plancontracts.generated.tool_plans import Plan
 from plancontracts.runtime.core.validation import decode
-from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 from plancontracts.runtime.tool_plans import pattern_plan
 from plancontracts.skills import BUNDLED_SKILLS

@@ -29,6 +29,7 @@ from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
 
+from plancontracts import check_plan
 from plancontracts.generated.tool_plans import (
     ExecutionResult,
     Plan,
@@ -38,7 +39,6 @@ from plancontracts.generated.tool_plans import (
     ToolResult,
 )
 from plancontracts.runtime.core.errors import GenerationFailed, NotAModel
-from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat

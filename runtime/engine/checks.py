@@ -15,12 +15,19 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...generated.tool_plans import Plan, RelativePath, SkillName, ToolError, ToolInvocation
+from ...generated.tool_plans import (
+    Plan,
+    RelativePath,
+    SkillName,
+    ToolError,
+    ToolInvocation,
+)
 from ..core.errors import UnusableScript
+from .limits import Limits
 from .runs import ToolFunction, ToolRun, call_input, fit
-from .skills import Script, SkillSet
+from .skills import Script, SkillSet, bundled_skills
 
-__all__ = ["Rejected", "check_function_names", "prepare"]
+__all__ = ["Rejected", "check_function_names", "check_plan", "prepare", "with_defaults"]
 
 
 class Rejected(Exception):
@@ -185,3 +192,38 @@ def _find_cycle(left: set[int], dependencies: list[tuple[int, ...]]) -> list[int
     first = cycle.index(min(cycle))
     cycle = cycle[first:] + cycle[:first]
     return [*cycle, cycle[0]]
+
+
+def check_plan(
+    plan: Plan,
+    *,
+    skills: SkillSet | None = None,
+    functions: Mapping[str, ToolFunction] | None = None,
+) -> ToolError | None:
+    """Why `execute_plan` would reject `plan` before running anything, or None.
+
+    The same checks, with the same errors: duplicate ids, unknown
+    dependencies, cycles, unusable script paths, inputs that break their
+    script's input schema. Runs nothing; needs no event loop. Inputs are
+    checked within the default plan timeout. Raises ValueError for a bad
+    function name.
+    """
+    skills, functions = with_defaults(skills, functions)
+    try:
+        prepare(plan, skills, functions, seconds=Limits().plan_timeout)
+    except Rejected as rejection:
+        return rejection.error
+    return None
+
+
+def with_defaults(
+    skills: SkillSet | None, functions: Mapping[str, ToolFunction] | None
+) -> tuple[SkillSet, dict[str, ToolFunction]]:
+    """The skills (by default the bundled ones) and the functions a plan may call, checked.
+
+    Raises ValueError for a bad function name.
+    """
+    skills = bundled_skills() if skills is None else skills
+    functions = dict(functions or {})
+    check_function_names(functions)
+    return skills, functions

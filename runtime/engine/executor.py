@@ -31,22 +31,21 @@ from pathlib import Path
 
 import trio
 
-from ...generated.tool_plans import ExecutionResult, Plan, ToolError
+from ...generated.tool_plans import ExecutionResult, Plan
 from .attempts import ToolAttempts
-from .checks import Rejected, check_function_names, prepare
+from .checks import Rejected, prepare, with_defaults
 from .limits import MAX_ATTEMPT_NUMBER, Limits
 from .result import execution_result
 from .runs import EmitEvent, ToolFunction, UiEventHandler
 from .scheduling import run_in_order
 from .sink import merge_patch
-from .skills import SkillSet, bundled_skills
+from .skills import SkillSet
 
 __all__ = [
     "EmitEvent",
     "Limits",
     "ToolFunction",
     "UiEventHandler",
-    "check_plan",
     "default_data_root",
     "execute_plan",
     "merge_patch",
@@ -85,14 +84,15 @@ async def execute_plan(
         raise ValueError(f"attempt_number must be 1 to {MAX_ATTEMPT_NUMBER}")
     limits = limits or Limits()
     folders = tuple(folder.resolve() for folder in asset_folders)
-    skills, functions = _tools(skills, functions)
+    skills, functions = with_defaults(skills, functions)
     started = trio.current_time()
     deadline = started + limits.plan_timeout
     try:
         runs, order = prepare(plan, skills, functions, seconds=deadline - trio.current_time())
     except Rejected as rejection:
+        elapsed = trio.current_time() - started
         return execution_result(
-            plan, [], [], [], started=started, attempt_number=attempt_number, error=rejection.error
+            plan, [], [], [], elapsed=elapsed, attempt_number=attempt_number, error=rejection.error
         )
     failed: list[int] = []
     attempts = ToolAttempts(
@@ -122,44 +122,10 @@ async def execute_plan(
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
+    elapsed = trio.current_time() - started
     return execution_result(
-        plan, runs, order, failed, started=started, attempt_number=attempt_number
+        plan, runs, order, failed, elapsed=elapsed, attempt_number=attempt_number
     )
-
-
-def check_plan(
-    plan: Plan,
-    *,
-    skills: SkillSet | None = None,
-    functions: Mapping[str, ToolFunction] | None = None,
-) -> ToolError | None:
-    """Why `execute_plan` would reject `plan` before running anything, or None.
-
-    The same checks, with the same errors: duplicate ids, unknown
-    dependencies, cycles, unusable script paths, inputs that break their
-    script's input schema. Runs nothing; needs no event loop. Inputs are
-    checked within the default plan timeout. Raises ValueError for a bad
-    function name.
-    """
-    skills, functions = _tools(skills, functions)
-    try:
-        prepare(plan, skills, functions, seconds=Limits().plan_timeout)
-    except Rejected as rejection:
-        return rejection.error
-    return None
-
-
-def _tools(
-    skills: SkillSet | None, functions: Mapping[str, ToolFunction] | None
-) -> tuple[SkillSet, dict[str, ToolFunction]]:
-    """The skills (by default the bundled ones) and the functions a plan may call.
-
-    Raises ValueError for a bad function name.
-    """
-    skills = bundled_skills() if skills is None else skills
-    functions = dict(functions or {})
-    check_function_names(functions)
-    return skills, functions
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterable[BaseException]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-import trio
-
 from ...generated.tool_plans import (
     AssetReference,
     DroppedEvents,
@@ -27,7 +25,7 @@ def execution_result(
     order: list[int],
     failed: list[int],
     *,
-    started: float,
+    elapsed: float,
     attempt_number: int,
     error: ToolError | None = None,
 ) -> ExecutionResult:
@@ -36,7 +34,7 @@ def execution_result(
     `order` is the dependency order the state and assets are merged in;
     `failed` the indices of the tools that failed, in the order they did
     (one whose asset was swapped since is failed here and joins it).
-    `started` is when the execution started, on trio's clock; `error`, why
+    `elapsed` is how long the execution took, in seconds; `error`, why
     the plan was rejected before anything ran (`runs` is empty then).
     """
     for run in runs:
@@ -70,7 +68,7 @@ def execution_result(
         tool_results=[_tool_result(run) for run in runs],
         aggregated_state=state,
         aggregated_assets=assets,
-        execution_time_ms=milliseconds(trio.current_time() - started),
+        execution_time_ms=milliseconds(elapsed),
         attempt_number=attempt_number,
     )
     if error is not None:

@@ -13,10 +13,11 @@ A call is checked in this order, and refused at the first problem with a
 4. the references and ids the schemas' decisions state: intended
    locations, connections, characters already proposed, ids unique.
 
-Only then does the handler change a copy of the draft (`drafts.opened`),
-asking the asset hook for files where the step makes some, and the copy is
-judged by the draft's contract as it becomes the new draft
-(`drafts.closed`). Texts are kept as given: the story's texts are any
+Only then does the handler change a copy of the draft, typed as the draft is
+(`drafts.opened`), asking the asset hook for files where the step makes
+some, and the copy is judged by the draft's contract as it becomes the new
+draft (`drafts.closed`): the models do not check their limits when a field
+is set, the contract does. Texts are kept as given: the story's texts are any
 Unicode, and no tool trims them.
 """
 
@@ -25,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UnsetType
 
 from ...generated import (
     STORY_ACT_OUTLINE,
@@ -42,6 +44,13 @@ from ...generated import (
     Contract,
 )
 from ...generated.story_packages import (
+    AssetFile,
+    Character,
+    DraftAct,
+    DraftLocation,
+    NodeAssets,
+    NodeWebLocation,
+    PersonalArc,
     StoryActOutline,
     StoryActOutlineResult,
     StoryCharacter,
@@ -68,10 +77,12 @@ from ..core.sessions import Handlers, arguments_of
 from ..core.tools import Tool
 from ..core.validation import convert
 from .assets import AssetHook, AssetKind, AssetRequest
-from .drafts import Draft, closed, encounter_ids, opened, package_of
+from .drafts import closed, encounter_ids, opened, package_of
 from .tools import TOOLS
 
 __all__ = ["HANDLERS", "Finalized", "Workshop"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -114,7 +125,17 @@ def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-# Arguments and the draft's state ------------------------------------------------------------
+def _given(value: T | UnsetType, default: T) -> T:
+    """An optional field's value, or `default` where the document leaves it out."""
+    return default if isinstance(value, UnsetType) else value
+
+
+def _as(value: msgspec.Struct, kind: type[T]) -> T:
+    """`value` as `kind`, a model of the same JSON shape (a tool's input as the draft holds it)."""
+    return msgspec.convert(msgspec.to_builtins(value), kind)
+
+
+# The draft's state ----------------------------------------------------------------------
 
 
 def _drafting(tool: Tool, draft: StoryDraft) -> None:
@@ -122,20 +143,25 @@ def _drafting(tool: Tool, draft: StoryDraft) -> None:
         raise ToolValidationError(
             tool.name, None, f"the package {draft.package_id} is finalized: it takes no more calls"
         )
-    if draft.premise is None and tool.parameters is not STORY_PREMISE:
+    if tool.parameters is not STORY_PREMISE:
+        _proposed(tool, draft)
+
+
+def _proposed(tool: Tool, draft: StoryDraft) -> StoryPremise:
+    if draft.premise is None:
         raise ToolValidationError(
             tool.name,
             None,
             f"there is no premise yet: propose one with {_name(STORY_PREMISE)} first",
         )
+    return draft.premise
 
 
-def _act(tool: Tool, draft: Draft, act_id: str, field: str) -> Draft:
-    for act in draft["acts"]:
-        if act["outline"]["id"] == act_id:
-            found: Draft = act
-            return found
-    known = _listed(act["outline"]["id"] for act in draft["acts"])
+def _act(tool: Tool, draft: StoryDraft, act_id: str, field: str) -> DraftAct:
+    for act in draft.acts:
+        if act.outline.id == act_id:
+            return act
+    known = _listed(act.outline.id for act in draft.acts)
     raise ToolValidationError(
         tool.name,
         field,
@@ -144,40 +170,38 @@ def _act(tool: Tool, draft: Draft, act_id: str, field: str) -> Draft:
     )
 
 
-def _location(tool: Tool, act: Draft, location_id: str, field: str) -> Draft:
-    for location in act["locations"]:
-        if location["id"] == location_id:
-            found: Draft = location
-            return found
+def _location(tool: Tool, act: DraftAct, location_id: str, field: str) -> DraftLocation:
+    for location in act.locations:
+        if location.id == location_id:
+            return location
     raise ToolValidationError(tool.name, field, _not_intended(act, location_id))
 
 
-def _not_intended(act: Draft, location_id: str) -> str:
-    intended = _listed(location["id"] for location in act["locations"])
+def _not_intended(act: DraftAct, location_id: str) -> str:
+    intended = _listed(location.id for location in act.locations)
     return (
-        f"{shown(location_id)} is not an intended location of act {shown(act['outline']['id'])}: "
+        f"{shown(location_id)} is not an intended location of act {shown(act.outline.id)}: "
         f"they are {intended}"
     )
 
 
-def _where(act: Draft, location: Draft) -> str:
-    return f"location {shown(location['id'])} of act {shown(act['outline']['id'])}"
+def _where(act: DraftAct, location: DraftLocation) -> str:
+    return f"location {shown(location.id)} of act {shown(act.outline.id)}"
 
 
-def _wired(tool: Tool, act: Draft, location: Draft) -> Draft:
-    if location["web"] is None:
+def _wired(tool: Tool, act: DraftAct, location: DraftLocation) -> NodeWebLocation:
+    if location.web is None:
         raise ToolValidationError(
             tool.name,
             None,
             f"{_where(act, location)} is a placeholder: wire it with {_name(STORY_NODE_WEB)} first",
         )
-    web: Draft = location["web"]
-    return web
+    return location.web
 
 
-def _filled(tool: Tool, act: Draft, location: Draft) -> None:
+def _filled(tool: Tool, act: DraftAct, location: DraftLocation) -> None:
     _wired(tool, act, location)
-    if not location["encounters"]:
+    if not location.encounters:
         raise ToolValidationError(
             tool.name,
             None,
@@ -198,10 +222,10 @@ def _unique(tool: Tool, ids: Iterable[tuple[str, str]], taken: Iterable[str], wh
 
 
 def _characters_known(
-    tool: Tool, draft: Draft, ids: Iterable[tuple[str, str]], also: str = ""
+    tool: Tool, draft: StoryDraft, ids: Iterable[tuple[str, str]], also: str = ""
 ) -> None:
     """Refuse the first of `ids` (each with its pointer) that names no character but `also`."""
-    known = [character["id"] for character in draft["characters"]]
+    known = [character.id for character in draft.characters]
     for pointer, each in ids:
         if each not in known and each != also:
             raise ToolValidationError(
@@ -216,36 +240,43 @@ def _pointed(prefix: str, key: str, values: Iterable[str]) -> Iterator[tuple[str
     return ((f"{prefix}/{key}/{index}", each) for index, each in enumerate(values))
 
 
-def _made(tool: Tool, hook: AssetHook, request: AssetRequest) -> Draft:
-    """The file the hook made for `request`, as contract JSON; the call refused if it failed."""
+def _asset(
+    tool: Tool,
+    draft: StoryDraft,
+    context: Workshop,
+    kind: AssetKind,
+    key: str,
+    prompts: tuple[tuple[str, float], ...],
+) -> str:
+    """Ask the hook for one asset, record its file under its key, and answer its URL.
+
+    The call is refused when the hook cannot make it.
+    """
+    art_style = _proposed(tool, draft).art_style
+    request = AssetRequest(draft.package_id, kind, key, prompts, art_style)
     try:
-        made = hook(request)
+        made = context.assets(request)
     except AssetGenerationError as error:
         raise ToolValidationError(
             tool.name, None, f"the {request.kind} {shown(request.key)} was not made: {error}"
         ) from None
-    file: Draft = msgspec.to_builtins(made)
-    return file
+    file = msgspec.convert(msgspec.to_builtins(made), AssetFile)
+    _files(draft, kind)[key] = file
+    return file.url
 
 
-def _asset(
-    tool: Tool, draft: Draft, context: Workshop, kind: AssetKind, key: str, prompts: list[Any]
-) -> str:
-    """Ask the hook for one asset, record its file under its key, and answer its URL."""
-    weighted = tuple((prompt["text"], prompt["weight"]) for prompt in prompts)
-    request = AssetRequest(draft["packageId"], kind, key, weighted, draft["premise"]["artStyle"])
-    file = _made(tool, context.assets, request)
-    folder = {"portrait": "characters", "background": "backgrounds", "music": "music"}[kind]
-    draft["assets"][folder][key] = file
-    url: str = file["url"]
-    return url
+def _files(draft: StoryDraft, kind: AssetKind) -> dict[str, AssetFile]:
+    """Where the draft keeps the files of `kind`, by key."""
+    if kind == "portrait":
+        return draft.assets.characters
+    return draft.assets.backgrounds if kind == "background" else draft.assets.music
 
 
-def _image(prompt: str) -> list[Any]:
-    return [{"text": prompt, "weight": 1.0}]
+def _image(prompt: str) -> tuple[tuple[str, float], ...]:
+    return ((prompt, 1.0),)
 
 
-def _new(tool: Tool, draft: Draft) -> StoryDraft:
+def _new(tool: Tool, draft: StoryDraft) -> StoryDraft:
     """The changed copy as the new draft; a limit of the draft's contract refuses the call."""
     try:
         return closed(draft)
@@ -272,20 +303,23 @@ def _premise(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> H
             f"the premise is already proposed: change it with {_name(STORY_UPDATE_ELEMENT)}",
         )
     draft = opened(latest)
-    premise: Draft = msgspec.to_builtins(arguments)
     if "language" in value:  # named: it sets the locale; left out: it takes the locale
-        draft["locale"] = premise["language"]
-    premise["language"] = draft["locale"]
-    draft["premise"] = premise
+        draft.locale = arguments.language
+    draft.premise = msgspec.structs.replace(arguments, language=draft.locale)
     result = StoryPremiseResult(ok=True, title=arguments.title)
     return Handled(result, _new(tool, draft), f"The premise of {shown(arguments.title)} is set.")
 
 
-def _check_character(tool: Tool, draft: Draft, character: Draft, prefix: str) -> None:
+def _arc(character: Character) -> PersonalArc | None:
+    arc = character.personal_arc
+    return None if isinstance(arc, UnsetType) else arc
+
+
+def _check_character(tool: Tool, draft: StoryDraft, character: Character, prefix: str) -> None:
     """The arc encounters' ids, their character and the characters they require."""
-    own = character["id"]
-    arc = character.get("personalArc") or {}
-    encounters = arc.get("arcEncounters", [])
+    own = character.id
+    arc = _arc(character)
+    encounters = arc.arc_encounters if arc is not None else []
     where = f"{prefix}/personalArc/arcEncounters"
     others = [
         each
@@ -294,38 +328,36 @@ def _check_character(tool: Tool, draft: Draft, character: Draft, prefix: str) ->
     ]
     _unique(
         tool,
-        ((f"{where}/{index}/id", encounter["id"]) for index, encounter in enumerate(encounters)),
+        ((f"{where}/{index}/id", encounter.id) for index, encounter in enumerate(encounters)),
         others,
         "an encounter",
     )
     for index, encounter in enumerate(encounters):
-        named = encounter.get("arcCharacterId", own)
+        named = _given(encounter.arc_character_id, own)
         if named != own:
             raise ToolValidationError(
                 tool.name,
                 f"{where}/{index}/arcCharacterId",
                 f"is {shown(named)}, but the arc is {shown(own)}'s",
             )
-        required = encounter.get("requiredCharacters", [])
+        required = _given(encounter.required_characters, [])
         _characters_known(
             tool, draft, _pointed(f"{where}/{index}", "requiredCharacters", required), own
         )
 
 
-def _arc_ids(draft: Draft, character_id: str) -> set[str]:
-    for character in draft["characters"]:
-        if character["id"] == character_id:
-            arc = character.get("personalArc") or {}
-            return {encounter["id"] for encounter in arc.get("arcEncounters", [])}
+def _arc_ids(draft: StoryDraft, character_id: str) -> set[str]:
+    for character in draft.characters:
+        if character.id == character_id:
+            arc = _arc(character)
+            return {encounter.id for encounter in arc.arc_encounters} if arc else set()
     return set()
 
 
-def _portrait(tool: Tool, draft: Draft, context: Workshop, character: Draft) -> str | None:
-    if not character["imagePrompt"]:
+def _portrait(tool: Tool, draft: StoryDraft, context: Workshop, character: Character) -> str | None:
+    if not character.image_prompt:
         return None  # an empty prompt asks for no portrait
-    return _asset(
-        tool, draft, context, "portrait", character["id"], _image(character["imagePrompt"])
-    )
+    return _asset(tool, draft, context, "portrait", character.id, _image(character.image_prompt))
 
 
 @HANDLERS.handles(STORY_CHARACTER)
@@ -333,17 +365,17 @@ def _character(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) ->
     _drafting(tool, latest)
     arguments: StoryCharacter = arguments_of(tool, value)
     draft = opened(latest)
-    if any(character["id"] == arguments.id for character in draft["characters"]):
+    if any(character.id == arguments.id for character in draft.characters):
         raise ToolValidationError(
             tool.name,
             "/id",
             f"a character {shown(arguments.id)} is already proposed: "
             f"change it with {_name(STORY_UPDATE_ELEMENT)}",
         )
-    character: Draft = msgspec.to_builtins(arguments)
+    character = _as(arguments, Character)
     _check_character(tool, draft, character, "")
     url = _portrait(tool, draft, context, character)
-    draft["characters"].append(character)
+    draft.characters.append(character)
     result = StoryCharacterResult(ok=True, id=arguments.id, name=arguments.name, image_url=url)
     return Handled(result, _new(tool, draft), f"The character {shown(arguments.id)} is proposed.")
 
@@ -359,21 +391,18 @@ def _outline(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> H
         "an intended location of the act",
     )
     draft = opened(latest)
-    outline: Draft = msgspec.to_builtins(arguments)
-    placeholders: list[Draft] = [
-        {"id": each, "web": None, "encounters": [], "finalized": None}
+    placeholders = [
+        DraftLocation(id=each, web=None, encounters=[], finalized=None)
         for each in arguments.intended_locations
     ]
-    act = {"outline": outline, "locations": placeholders}
-    existing = next((each for each in draft["acts"] if each["outline"]["id"] == arguments.id), None)
+    act = DraftAct(outline=arguments, locations=placeholders)
+    existing = next((each for each in draft.acts if each.outline.id == arguments.id), None)
     with_placeholders = f"with {_counted(len(placeholders), 'placeholder location')}"
     if existing is None:
-        draft["acts"].append(act)
+        draft.acts.append(act)
         message = f"The act {shown(arguments.id)} is outlined, {with_placeholders}."
     else:
-        wired = [
-            location["id"] for location in existing["locations"] if location["web"] is not None
-        ]
+        wired = [location.id for location in existing.locations if location.web is not None]
         if wired:
             raise ToolValidationError(
                 tool.name,
@@ -381,18 +410,20 @@ def _outline(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> H
                 f"the act {shown(arguments.id)} is outlined already and its location "
                 f"{shown(wired[0])} is wired: change the act with {_name(STORY_UPDATE_ELEMENT)}",
             )
-        draft["acts"][draft["acts"].index(existing)] = act
+        draft.acts[draft.acts.index(existing)] = act
         message = f"The act {shown(arguments.id)} is outlined again, {with_placeholders}."
     result = StoryActOutlineResult(ok=True, id=arguments.id, title=arguments.title)
     return Handled(result, _new(tool, draft), message)
 
 
-def _check_web(tool: Tool, draft: Draft, act: Draft, web: Draft, prefix: str) -> None:
+def _check_web(
+    tool: Tool, draft: StoryDraft, act: DraftAct, web: NodeWebLocation, prefix: str
+) -> None:
     """A wired location's connections and characters, at `prefix` in the arguments."""
-    intended = [location["id"] for location in act["locations"]]
+    intended = [location.id for location in act.locations]
     seen: set[str] = set()
-    for pointer, each in _pointed(prefix, "connections", web["connections"]):
-        if each == web["id"]:
+    for pointer, each in _pointed(prefix, "connections", web.connections):
+        if each == web.id:
             problem = "a location does not connect to itself"
         elif each not in intended:
             problem = _not_intended(act, each)
@@ -402,9 +433,8 @@ def _check_web(tool: Tool, draft: Draft, act: Draft, web: Draft, prefix: str) ->
             seen.add(each)
             continue
         raise ToolValidationError(tool.name, pointer, problem)
-    _characters_known(
-        tool, draft, _pointed(prefix, "requiredCharacters", web["requiredCharacters"])
-    )
+    required = _given(web.required_characters, [])
+    _characters_known(tool, draft, _pointed(prefix, "requiredCharacters", required))
 
 
 @HANDLERS.handles(STORY_NODE_WEB)
@@ -413,17 +443,17 @@ def _node_web(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> 
     arguments: StoryNodeWeb = arguments_of(tool, value)
     draft = opened(latest)
     act = _act(tool, draft, arguments.act_id, "/actId")
-    webs: list[Draft] = msgspec.to_builtins(arguments.locations)
+    webs = arguments.locations
     _unique(
         tool,
-        ((f"/locations/{index}/id", web["id"]) for index, web in enumerate(webs)),
+        ((f"/locations/{index}/id", web.id) for index, web in enumerate(webs)),
         (),
         "a location of this call",
     )
     for index, web in enumerate(webs):
-        location = _location(tool, act, web["id"], f"/locations/{index}/id")
+        location = _location(tool, act, web.id, f"/locations/{index}/id")
         _check_web(tool, draft, act, web, f"/locations/{index}")
-        location["web"] = web  # its encounters and assets stay
+        location.web = web  # its encounters and assets stay
     result = StoryNodeWebResult(ok=True, updated_locations=len(webs))
     message = f"Wired {_counted(len(webs), 'location')} of act {shown(arguments.act_id)}."
     return Handled(result, _new(tool, draft), message)
@@ -437,19 +467,19 @@ def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -
     act = _act(tool, draft, arguments.act_id, "/actId")
     location = _location(tool, act, arguments.node_id, "/nodeId")
     _wired(tool, act, location)
-    encounters: list[Draft] = msgspec.to_builtins(arguments.encounters)
+    encounters = arguments.encounters
     _unique(
         tool,
-        ((f"/encounters/{index}/id", each["id"]) for index, each in enumerate(encounters)),
+        ((f"/encounters/{index}/id", each.id) for index, each in enumerate(encounters)),
         encounter_ids(draft, besides=(arguments.act_id, arguments.node_id)),
         "an encounter",
     )
     for index, encounter in enumerate(encounters):
-        required = encounter.get("requiredCharacters", [])
+        required = _given(encounter.required_characters, [])
         _characters_known(
             tool, draft, _pointed(f"/encounters/{index}", "requiredCharacters", required)
         )
-    location["encounters"] = encounters  # the pool is replaced, never extended
+    location.encounters = encounters  # the pool is replaced, never extended
     result = StoryNodeEncountersResult(
         ok=True, updated=arguments.node_id, encounter_count=len(encounters)
     )
@@ -465,18 +495,17 @@ def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Workshop
     act = _act(tool, draft, arguments.act_id, "/actId")
     location = _location(tool, act, arguments.node_id, "/nodeId")
     _filled(tool, act, location)
-    web = location["web"]
-    prompts: Draft = msgspec.to_builtins(arguments)
+    web = _wired(tool, act, location)
     background = _asset(
-        tool, draft, context, "background", web["location"], _image(prompts["backgroundPrompt"])
+        tool, draft, context, "background", web.location, _image(arguments.background_prompt)
     )
-    music = _asset(tool, draft, context, "music", web["mood"], prompts["musicPrompts"])
-    location["finalized"] = {
-        "backgroundPrompt": prompts["backgroundPrompt"],
-        "musicPrompts": prompts["musicPrompts"],
-    }
+    music_prompts = tuple((prompt.text, prompt.weight) for prompt in arguments.music_prompts)
+    music = _asset(tool, draft, context, "music", web.mood, music_prompts)
+    location.finalized = NodeAssets(
+        background_prompt=arguments.background_prompt, music_prompts=arguments.music_prompts
+    )
     result = StoryFinalizeNodeResult(
-        ok=True, id=web["id"], title=web["title"], background_url=background, music_url=music
+        ok=True, id=web.id, title=web.title, background_url=background, music_url=music
     )
     return Handled(result, _new(tool, draft), f"{_where(act, location).capitalize()} is finalized.")
 
@@ -485,9 +514,18 @@ def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Workshop
 
 
 def _merged(
-    tool: Tool, contract: Contract[Any], element: Draft, changes: Draft, fixed: tuple[str, ...]
-) -> Draft:
-    """`element` with `changes` merged at the top level, judged by `contract` as one of its own."""
+    tool: Tool,
+    contract: Contract[Any],
+    element: msgspec.Struct,
+    changes: dict[str, Any],
+    fixed: tuple[str, ...],
+) -> Any:
+    """`element` with `changes` merged at the top level, judged by `contract` as one of its own.
+
+    The changes are a partial document of the element's contract, so they
+    are merged into its JSON; the result is the contract's type (a location
+    of a node web for a node).
+    """
     for key in changes:
         if key in fixed:
             raise ToolValidationError(
@@ -495,28 +533,24 @@ def _merged(
                 f"/changes/{escape_token(key)}",
                 f"cannot be changed by {tool.name}" + _instead(contract, key),
             )
-    merged = {**element, **changes}
-    wrapped, inside = _wrapped(contract, merged)
+    merged = {**msgspec.to_builtins(element), **changes}
+    if contract is STORY_NODE_WEB:  # a location is judged as one of a node web
+        wrapped, inside = {"actId": "a", "locations": [merged]}, "/locations/0"
+    else:
+        wrapped, inside = merged, ""
     try:
-        convert(contract, wrapped)
+        judged = convert(contract, wrapped)
     except ContractError as error:
         first = error.violations[0]
         pointer = "/changes" + first.pointer.removeprefix(inside)
         raise ToolValidationError(tool.name, pointer, first.message) from None
-    return merged
+    return judged.locations[0] if isinstance(judged, StoryNodeWeb) else judged
 
 
 def _instead(contract: Contract[Any], key: str) -> str:
     if contract is STORY_ACT_OUTLINE and key == "intendedLocations":
         return f": outline the act again with {_name(STORY_ACT_OUTLINE)}"
     return ": ids are fixed"
-
-
-def _wrapped(contract: Contract[Any], element: Draft) -> tuple[Draft, str]:
-    """A document of `contract` holding `element`, and the pointer to it there."""
-    if contract is STORY_NODE_WEB:  # a location is judged as one of a node web
-        return {"actId": "a", "locations": [element]}, "/locations/0"
-    return element, ""
 
 
 _IDS = {"premise": (), "character": ("id",), "act": ("id",), "node": ("actId", "id")}
@@ -528,7 +562,7 @@ def _update(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Ha
     _drafting(tool, latest)
     arguments: StoryUpdateElement = arguments_of(tool, value)
     draft = opened(latest)
-    changes: Draft = value["changes"]
+    changes = arguments.changes
     kind = arguments.type
     for key in ("actId", "id"):
         if key in _IDS[kind] and key not in value:
@@ -543,14 +577,17 @@ def _update(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Ha
     if kind == "premise":
         if arguments.regenerate_image:
             raise ToolValidationError(tool.name, "/regenerateImage", "the premise has no image")
-        premise = _merged(tool, STORY_PREMISE, draft["premise"], changes, ())
-        draft["locale"] = premise["language"]
-        draft["premise"] = premise
+        premise: StoryPremise = _merged(tool, STORY_PREMISE, _proposed(tool, draft), changes, ())
+        draft.locale = premise.language
+        draft.premise = premise
     elif kind == "character":
         index = _character_index(tool, draft, element or "")
-        character = _merged(tool, STORY_CHARACTER, draft["characters"][index], changes, ("id",))
+        merged: StoryCharacter = _merged(
+            tool, STORY_CHARACTER, draft.characters[index], changes, ("id",)
+        )
+        character = _as(merged, Character)
         _check_character(tool, draft, character, "/changes")
-        draft["characters"][index] = character
+        draft.characters[index] = character
         if arguments.regenerate_image:
             image = _portrait(tool, draft, context, character)
             if image is None:
@@ -561,36 +598,38 @@ def _update(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -> Ha
         if arguments.regenerate_image:
             raise ToolValidationError(tool.name, "/regenerateImage", "an act has no image")
         act = _act(tool, draft, element or "", "/id")
-        act["outline"] = _merged(
-            tool, STORY_ACT_OUTLINE, act["outline"], changes, ("id", "intendedLocations")
+        act.outline = _merged(
+            tool, STORY_ACT_OUTLINE, act.outline, changes, ("id", "intendedLocations")
         )
     else:
         act = _act(tool, draft, act_id, "/actId")
         location = _location(tool, act, element or "", "/id")
-        web = _merged(tool, STORY_NODE_WEB, _wired(tool, act, location), changes, ("id",))
+        web: NodeWebLocation = _merged(
+            tool, STORY_NODE_WEB, _wired(tool, act, location), changes, ("id",)
+        )
         _check_web(tool, draft, act, web, "/changes")
-        location["web"] = web
+        location.web = web
         if arguments.regenerate_image:
-            if location["finalized"] is None:
+            if location.finalized is None:
                 raise ToolValidationError(
                     tool.name,
                     "/regenerateImage",
                     f"{_where(act, location)} has no image yet: "
                     f"finalize it with {_name(STORY_FINALIZE_NODE)} first",
                 )
-            prompt = _image(location["finalized"]["backgroundPrompt"])
-            image = _asset(tool, draft, context, "background", web["location"], prompt)
+            prompt = _image(location.finalized.background_prompt)
+            image = _asset(tool, draft, context, "background", web.location, prompt)
     result = StoryUpdateElementResult(ok=True, updated=kind, id=element)
     named = "" if element is None else f" {shown(element)}"
     again = ", its image made again" if image is not None else ""
     return Handled(result, _new(tool, draft), f"Updated the {kind}{named}{again}.")
 
 
-def _character_index(tool: Tool, draft: Draft, character_id: str) -> int:
-    for index, character in enumerate(draft["characters"]):
-        if character["id"] == character_id:
+def _character_index(tool: Tool, draft: StoryDraft, character_id: str) -> int:
+    for index, character in enumerate(draft.characters):
+        if character.id == character_id:
             return index
-    known = _listed(character["id"] for character in draft["characters"])
+    known = _listed(character.id for character in draft.characters)
     raise ToolValidationError(
         tool.name,
         "/id",
@@ -606,22 +645,22 @@ def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Works
     _drafting(tool, latest)
     arguments: StoryFinalizePackage = arguments_of(tool, value)
     draft = opened(latest)
-    if not draft["characters"]:
+    if not draft.characters:
         raise ToolValidationError(
             tool.name,
             None,
             f"there is no character yet: propose one with {_name(STORY_CHARACTER)} first",
         )
-    if not draft["acts"]:
+    if not draft.acts:
         raise ToolValidationError(
             tool.name,
             None,
             f"there is no act yet: outline one with {_name(STORY_ACT_OUTLINE)} first",
         )
-    for act in draft["acts"]:
-        for location in act["locations"]:
+    for act in draft.acts:
+        for location in act.locations:
             _filled(tool, act, location)
-            if location["finalized"] is None:
+            if location.finalized is None:
                 raise ToolValidationError(
                     tool.name,
                     None,
@@ -639,7 +678,7 @@ def _finalize_package(tool: Tool, latest: StoryDraft, value: Any, context: Works
             problems,
         )
     package: StoryPackage = convert(STORY_PACKAGE, document)
-    draft["status"] = "finalized"
+    draft.status = "finalized"
     total = package.meta.total_nodes or 0
     result = StoryFinalizePackageResult(
         ok=True, package_id=package.id, title=package.title, total_nodes=total

@@ -23,17 +23,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
 from ...generated.tool_plans import ExecutionResult, FailedTool, Plan, PlanAttempt
 from ..core.templates import template
-from ..engine.executor import UiEventHandler, execute_plan
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
 from ..engine.skills import SkillSet
 from .prompts import what_failed
+
+if TYPE_CHECKING:
+    from ..engine.executor import UiEventHandler
 
 __all__ = ["Attempt", "PlanSource", "Turn", "attempt_record", "play_turn"]
 
@@ -130,6 +132,9 @@ async def play_turn(
     out from the first plan on (a session's skills turned off, say).
     Raises ValueError for `max_generations` outside 1..5.
     """
+    # The executor (and trio) are imported on first use: every command imports this family.
+    from ..engine.executor import execute_plan
+
     if not 1 <= max_generations <= MAX_GENERATIONS:
         raise ValueError(f"max_generations must be 1 to {MAX_GENERATIONS}")
     attempts: list[Attempt] = []

@@ -22,7 +22,7 @@ from ...generated.tool_plans import Plan
 from ..core.errors import ContractError, ProfileBug
 from ..core.profiles import Bounds, Deriver, contract_profile
 from ..core.validation import decode
-from ..engine.executor import check_plan
+from ..engine.checks import check_plan
 from ..engine.skills import SkillSet, bundled_skills
 
 __all__ = ["PlanProfile", "plan_profile"]
