@@ -1,4 +1,4 @@
-"""Plain text fields: markup is told from prose and neutralised by the sanitiser, prose is kept.
+"""Plain text fields: markup is told from prose and neutralized by the sanitiser, prose is kept.
 
 An XSS corpus must come out inert, judged by an independent oracle (the
 standard library's `html.parser`), and a prose corpus must come out byte for
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plancontracts.runtime.core.plain_text import has_markup, neutralise
+from plancontracts.runtime.core.plain_text import has_markup, neutralize
 
 
 class _MarkupRecorder(HTMLParser):
@@ -62,7 +62,7 @@ EVENT_ATTRIBUTE = re.compile(r"<[a-z/!?][^>]*\bon[a-z]+\s*=", re.IGNORECASE)
 def assert_inert(output: str) -> None:
     assert markup_found_by_stdlib(output) == []
     assert not has_markup(output)
-    assert neutralise(output) == output
+    assert neutralize(output) == output
     assert "<script" not in output.lower()
     assert EVENT_ATTRIBUTE.search(output) is None
 
@@ -214,7 +214,7 @@ def test_xss_vectors_are_markup(vector: str) -> None:
 
 @pytest.mark.parametrize("vector", ALL_VECTORS)
 def test_xss_vectors_come_out_inert(vector: str) -> None:
-    assert_inert(neutralise(vector))
+    assert_inert(neutralize(vector))
 
 
 # Sentences a player or game master might write; none holds markup.
@@ -276,7 +276,7 @@ def test_prose_holds_no_markup(text: str) -> None:
 
 @pytest.mark.parametrize("text", PROSE_PARAMS)
 def test_prose_comes_out_byte_identical(text: str) -> None:
-    output = neutralise(text)
+    output = neutralize(text)
     assert output == text
     assert output.encode() == text.encode()
 
@@ -302,14 +302,14 @@ def test_prose_comes_out_byte_identical(text: str) -> None:
         pytest.param("<b>&lt;script&gt;alert(1)&lt;/script&gt;</b>", "", id="spelled-tag"),
     ],
 )
-def test_neutralise_examples(text: str, expected: str) -> None:
-    assert neutralise(text) == expected
+def test_neutralize_examples(text: str, expected: str) -> None:
+    assert neutralize(text) == expected
 
 
 def test_an_equals_sign_is_prose() -> None:
     # An upstream regex sanitiser turned this into "Tdanger".
     assert not has_markup("Tonight = danger")
-    assert neutralise("Tonight = danger") == "Tonight = danger"
+    assert neutralize("Tonight = danger") == "Tonight = danger"
 
 
 def test_a_less_than_before_a_letter_is_markup() -> None:
@@ -326,17 +326,17 @@ def nested(depth: int, core: str) -> str:
 
 
 def test_markup_nested_through_references_is_unwrapped() -> None:
-    assert neutralise(nested(15, "Rock & roll, HP < 10")) == "Rock & roll, HP < 10"
+    assert neutralize(nested(15, "Rock & roll, HP < 10")) == "Rock & roll, HP < 10"
 
 
 def test_markup_nested_past_the_round_limit_is_escaped() -> None:
-    output = neutralise(nested(40, "x"))
+    output = neutralize(nested(40, "x"))
     assert_inert(output)
     assert "<" not in output
 
 
 def test_markup_nested_exactly_to_the_round_limit_is_unwrapped() -> None:
-    assert neutralise(nested(16, "Rock & roll, HP < 10")) == "Rock & roll, HP < 10"
+    assert neutralize(nested(16, "Rock & roll, HP < 10")) == "Rock & roll, HP < 10"
 
 
 @pytest.mark.parametrize("reference", ["&#1;", "&#13;", "&#xFFFE;"])
@@ -344,15 +344,15 @@ def test_references_the_sanitiser_reads_differently_are_not_markup(reference: st
     text = f"HP < 10 {reference}"
     assert markup_found_by_stdlib(text) == []
     assert not has_markup(text)
-    assert neutralise(text) == text
+    assert neutralize(text) == text
 
 
 def test_a_lone_surrogate_next_to_markup_does_not_raise() -> None:
     # No HTML parser takes a lone surrogate (json.loads lets them through): it
     # is read as U+FFFD, as HTML parsers read it, once the text must change.
     assert has_markup("\ud800 <b>x</b>")
-    assert neutralise("\ud800 <b>x</b>") == "\ufffd x"
-    assert neutralise("\ud800 <3") == "\ud800 <3"
+    assert neutralize("\ud800 <b>x</b>") == "\ufffd x"
+    assert neutralize("\ud800 <3") == "\ud800 <3"
 
 
 # Properties.
@@ -405,13 +405,13 @@ texts_with_tag_like_fragments = st.lists(
 @given(st.text(alphabet=st.characters(exclude_characters="<")))
 def test_text_without_less_than_is_kept_as_is(text: str) -> None:
     assert not has_markup(text)
-    assert neutralise(text) == text
+    assert neutralize(text) == text
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(), texts_with_tag_like_fragments))
-def test_neutralised_text_holds_no_markup_and_is_a_fixed_point(text: str) -> None:
-    assert_inert(neutralise(text))
+def test_neutralized_text_holds_no_markup_and_is_a_fixed_point(text: str) -> None:
+    assert_inert(neutralize(text))
 
 
 # `<` followed by a space, a digit, `=` or `-` opens nothing, whatever surrounds it:
@@ -429,4 +429,4 @@ prose_with_less_than = st.lists(
 @given(prose_with_less_than)
 def test_a_less_than_that_opens_nothing_keeps_text_as_is(text: str) -> None:
     assert not has_markup(text)
-    assert neutralise(text) == text
+    assert neutralize(text) == text

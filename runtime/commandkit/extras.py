@@ -2,7 +2,7 @@
 
 The core (validate, decode, schema, examples, execute, normalize) needs no
 extra. The commands that write with a model need the `model` extra for a
-local one and the `served` extra for a model server (`require_writer_extra`),
+local one and the `served` extra for a model server (`writer_extra`),
 `generate` the `codegen` one; each checks before doing anything else.
 """
 

@@ -1,7 +1,7 @@
 """Plain text: telling markup and control characters from prose, and removing them.
 
 Text fields of the contracts are plain text, but they reach web front ends,
-where a `<script>` in a choice's label would run. Markup is recognised and
+where a `<script>` in a choice's label would run. Markup is recognized and
 removed by ammonia, a maintained HTML sanitiser (through its Python binding
 `nh3`), never by hand-written patterns: those both miss attacks and mangle
 prose.
@@ -31,8 +31,9 @@ from .contracts import AnyContract, contract_name, contract_schema
 __all__ = [
     "control_characters",
     "free_texts",
+    "given_text",
     "has_markup",
-    "neutralise",
+    "neutralize",
     "one_line",
     "without_controls",
 ]
@@ -62,6 +63,20 @@ def one_line(text: str, most: int | None = None) -> str:
     return cut if cut and len(cut) <= most else text[:most]
 
 
+def given_text(text: str, what: str, most: int) -> str:
+    """`text` trimmed, as the `what` a command or an agent is given (`the objective`).
+
+    Raises ValueError, saying which, when it is empty once trimmed or longer
+    than `most` characters (the contract's bound).
+    """
+    given = text.strip()
+    if not given:
+        raise ValueError(f"{what} is empty")
+    if len(given) > most:
+        raise ValueError(f"{what} is {len(given)} characters long; at most {most} allowed")
+    return given
+
+
 def has_markup(text: str) -> bool:
     """Whether `text`, read as HTML, holds anything but text."""
     if not _MAY_OPEN_MARKUP.search(text):
@@ -71,7 +86,7 @@ def has_markup(text: str) -> bool:
     return _clean(text) != _clean(text.replace("<", "&lt;"))
 
 
-def neutralise(text: str) -> str:
+def neutralize(text: str) -> str:
     """`text` with its markup removed: what a browser would show of it, as plain text.
 
     Tags and comments are dropped and the contents of `script` and `style`

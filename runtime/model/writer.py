@@ -5,7 +5,7 @@
 
 A generator builds chat messages and a decoding profile (a JSON Schema); the
 writer returns a JSON object the schema accepts or raises GenerationFailed.
-`LocalWriter` (`local.py`) renders the messages with the model's chat
+`LocalModel` (`local.py`) renders the messages with the model's chat
 template and decodes under the profile in-process; `ServedModel`
 (`served.py`) sends them to an OpenAI-compatible server with the profile as
 its structured-output constraint. Both import this module and nothing of

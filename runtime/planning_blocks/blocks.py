@@ -32,7 +32,7 @@ from ..core.plain_text import (
     control_characters,
     free_texts,
     has_markup,
-    neutralise,
+    neutralize,
     without_controls,
 )
 from ..core.rules import as_integer
@@ -103,7 +103,7 @@ def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
 def _plain_texts(block: dict[str, Any], repairs: list[Repair]) -> None:
     """Remove markup and control characters from every free text, recording each change."""
     for path, text in list(free_texts(PLANNING_BLOCK, block)):
-        plain = without_controls(neutralise(text))
+        plain = without_controls(neutralize(text))
         if plain == text:
             continue
         container: Any = block

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...generated.session_plans import SessionPlan
 from ..core.errors import ContractError, ProfileBug
+from ..core.plain_text import given_text
 from ..core.sessions import ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
@@ -59,14 +60,7 @@ class Drive:
 
 def checked_objective(text: str) -> str:
     """`text` trimmed, as the objective of a drive. Raises ValueError when empty or too long."""
-    objective = text.strip()
-    if not objective:
-        raise ValueError("the objective is empty")
-    if len(objective) > MAX_OBJECTIVE:
-        raise ValueError(
-            f"the objective is {len(objective)} characters long; at most {MAX_OBJECTIVE} allowed"
-        )
-    return objective
+    return given_text(text, "the objective", MAX_OBJECTIVE)
 
 
 @dataclass

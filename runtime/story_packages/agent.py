@@ -55,6 +55,7 @@ from ...generated import (
 from ...generated.story_packages import StoryDraft, StoryPackage, StoryPremise
 from ..core.contracts import field_bound
 from ..core.errors import ContractError, ProfileBug
+from ..core.plain_text import given_text
 from ..core.sessions import CallResult, ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
@@ -96,13 +97,7 @@ class Build:
 
 def checked_premise(text: str) -> str:
     """`text` trimmed, as the premise of a build. Raises ValueError when empty or too long."""
-    premise = text.strip()
-    most = field_bound(StoryPremise, "premise", "max_length")
-    if not premise:
-        raise ValueError("the premise is empty")
-    if len(premise) > most:
-        raise ValueError(f"the premise is {len(premise)} characters long; at most {most} allowed")
-    return premise
+    return given_text(text, "the premise", field_bound(StoryPremise, "premise", "max_length"))
 
 
 @dataclass

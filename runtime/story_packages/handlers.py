@@ -177,6 +177,14 @@ def _location(tool: Tool, act: DraftAct, location_id: str, field: str) -> DraftL
     raise ToolValidationError(tool.name, field, _not_intended(act, location_id))
 
 
+def _node(
+    tool: Tool, draft: StoryDraft, act_id: str, node_id: str
+) -> tuple[DraftAct, DraftLocation]:
+    """The act and location a call names as `actId` and `nodeId`."""
+    act = _act(tool, draft, act_id, "/actId")
+    return act, _location(tool, act, node_id, "/nodeId")
+
+
 def _not_intended(act: DraftAct, location_id: str) -> str:
     intended = _listed(location.id for location in act.locations)
     return (
@@ -464,8 +472,7 @@ def _encounters(tool: Tool, latest: StoryDraft, value: Any, context: Workshop) -
     _drafting(tool, latest)
     arguments: StoryNodeEncounters = arguments_of(tool, value)
     draft = opened(latest)
-    act = _act(tool, draft, arguments.act_id, "/actId")
-    location = _location(tool, act, arguments.node_id, "/nodeId")
+    act, location = _node(tool, draft, arguments.act_id, arguments.node_id)
     _wired(tool, act, location)
     encounters = arguments.encounters
     _unique(
@@ -492,8 +499,7 @@ def _finalize_node(tool: Tool, latest: StoryDraft, value: Any, context: Workshop
     _drafting(tool, latest)
     arguments: StoryFinalizeNode = arguments_of(tool, value)
     draft = opened(latest)
-    act = _act(tool, draft, arguments.act_id, "/actId")
-    location = _location(tool, act, arguments.node_id, "/nodeId")
+    act, location = _node(tool, draft, arguments.act_id, arguments.node_id)
     _filled(tool, act, location)
     web = _wired(tool, act, location)
     background = _asset(
