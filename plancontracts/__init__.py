@@ -52,6 +52,7 @@ _EXPORTS = {
     "UnknownToolError": "runtime.core.errors",
     "UnusableScript": "runtime.core.errors",
     "UsageError": "runtime.core.errors",
+    "MAX_VIOLATIONS": "runtime.core.errors",
     "Violation": "runtime.core.errors",
     "Violations": "runtime.core.errors",
     "contract_names": "runtime.core.contracts",
@@ -72,6 +73,7 @@ _EXPORTS = {
 
 __all__ = [
     *generated.__all__,
+    "MAX_VIOLATIONS",
     "AnswerRefused",
     "AssetGenerationError",
     "ContractError",
@@ -116,6 +118,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .runtime.core.contracts import contract_names, contract_schema, root_type
     from .runtime.core.errors import (
+        MAX_VIOLATIONS,
         AnswerRefused,
         AssetGenerationError,
         ContractError,
