@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
 from local_servers import A_PLAN, Reply, model_server
+
+from plancontracts.generated import FAMILIES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -121,6 +128,107 @@ def test_examples_run(
     assert done.returncode == 0, done.stderr
     if shown is not None:
         assert done.stdout == shown
+
+
+FAMILY_PACKAGES = sorted(set(FAMILIES.values()))
+FRONTS = frozenset(
+    {
+        "plancontracts",
+        "plancontracts.generated",
+        "plancontracts.runtime.model",
+        *(f"plancontracts.generated.{family}" for family in FAMILY_PACKAGES),
+        *(f"plancontracts.runtime.{family}" for family in FAMILY_PACKAGES),
+    }
+)
+"The modules an example may import plancontracts' names from: the public fronts."
+
+
+@cache
+def exported(front: str) -> frozenset[str]:
+    """The names `front` exports: its `__all__`, or (a generated module) its public names."""
+    module = importlib.import_module(front)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_") and not inspect.ismodule(value)
+        ]
+    return frozenset(names)
+
+
+def past_the_fronts(source: str, where: str, first_line: int) -> list[str]:
+    """Each import of the Python example `source` that reaches past the fronts.
+
+    Each is said as `where:line: import`, `first_line` being the line of the
+    page the example's first line is on.
+    Other projects' modules (json, trio) are imported freely; a module of
+    plancontracts must be a front, and what is imported from one a name it
+    exports, never a module reached through it.
+    """
+
+    def ours(module: str) -> bool:
+        return module == "plancontracts" or module.startswith("plancontracts.")
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            deep = any(ours(alias.name) and alias.name not in FRONTS for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            deep = node.level > 0 or (
+                ours(module)
+                and (
+                    module not in FRONTS
+                    or any(
+                        alias.name != "*" and alias.name not in exported(module)
+                        for alias in node.names
+                    )
+                )
+            )
+        else:
+            continue
+        if deep:
+            found.append((first_line + node.lineno - 1, ast.unparse(node)))
+    return [f"{where}:{line}: {statement}" for line, statement in sorted(found)]
+
+
+def test_the_python_examples_import_only_from_the_fronts() -> None:
+    python = [(page, line, body) for page, line, kind, body, _ in EXAMPLES if kind == "python"]
+    assert python, "no Python example found: the check below would prove nothing"
+    deep = [
+        found
+        for page, line, body in python
+        for found in past_the_fronts(body, str(page.relative_to(ROOT)), line + 1)
+    ]
+    assert deep == [], "imports past the public fronts:\n" + "\n".join(deep)
+
+
+def test_the_front_check_catches_an_import_past_the_fronts() -> None:
+    example = textwrap.dedent(
+        """\
+        import json
+
+        import trio
+
+        from plancontracts import PLAN, decode
+        from plancontracts.generated.tool_plans import Plan
+        from plancontracts.runtime.model import ModelChoice
+        from plancontracts.runtime.tool_plans import Planner
+        from plancontracts.runtime.tool_plans.agent import Planner as Deep
+        import plancontracts.runtime.engine.skills
+        from plancontracts.runtime.planning_blocks import mechanics
+        from plancontracts.runtime import session_plans
+        from plancontracts import runtime, decode as decoded
+        """
+    )
+    assert past_the_fronts(example, "docs/made-up.md", 20) == [
+        "docs/made-up.md:28: from plancontracts.runtime.tool_plans.agent import Planner as Deep",
+        "docs/made-up.md:29: import plancontracts.runtime.engine.skills",
+        "docs/made-up.md:30: from plancontracts.runtime.planning_blocks import mechanics",
+        "docs/made-up.md:31: from plancontracts.runtime import session_plans",
+        "docs/made-up.md:32: from plancontracts import runtime, decode as decoded",
+    ]
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
