@@ -10,11 +10,16 @@
 implement it and import nothing of each other; `choice.py` chooses and
 loads one from a `ModelChoice`, walking the resolution order of
 `resolution.py`. `chat.py` renders chat messages as a model reads them.
-Importing this front is light: llama.cpp, Outlines and httpx are imported
-when a writer is loaded. It imports `runtime.core` only.
+Importing this front is light, since every command does: `LocalModel` and
+`ServedModel` are imported when first named (with trio, and ssl for the
+server), and llama.cpp, Outlines and httpx when a writer is loaded. It
+imports `runtime.core` only.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AnswerRefused, GenerationFailed, NoModel, NotAModel, ServerFailed
 from .chat import Message, render_chat
@@ -27,10 +32,12 @@ __all__ = [
     "PACKAGED_MODEL",
     "AnswerRefused",
     "GenerationFailed",
+    "LocalModel",
     "Message",
     "ModelChoice",
     "NoModel",
     "NotAModel",
+    "ServedModel",
     "ServerFailed",
     "ServerSettings",
     "Writer",
@@ -39,3 +46,25 @@ __all__ = [
     "profile_accepts",
     "render_chat",
 ]
+
+if TYPE_CHECKING:
+    from .local import LocalModel
+    from .served import ServedModel
+
+_WRITERS = {"LocalModel": "local", "ServedModel": "served"}
+"The writers, each imported from its module when first named."
+
+
+def _writer(name: str) -> Any:
+    """The writer class `name`, imported on first use. Raises AttributeError for any other name."""
+    if name not in _WRITERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WRITERS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+# Only at run time: a type checker that saw a module `__getattr__` would type
+# every other name as Any instead of refusing it.
+if not TYPE_CHECKING:
+    __getattr__ = _writer
