@@ -91,6 +91,25 @@ def packaged_model() -> LocalModel:
     return LocalModel.load(model_file())
 
 
+@pytest.fixture
+def shared_model(packaged_model: LocalModel, monkeypatch: pytest.MonkeyPatch) -> LocalModel:
+    """The packaged model for in-process commands (`commands.cli`), never loaded again.
+
+    While the test runs, `LocalModel.load` of the packaged model's file returns
+    the session's instance (`packaged_model`, which marks the test `model`);
+    any other file loads as usual. Without this fixture, an in-process command
+    that loads the packaged model fails the test (`commands.LoadedTheModelAgain`).
+    """
+    load = LocalModel.load
+    packaged = model_file().resolve()
+
+    def shared(path: Path, **options: Any) -> LocalModel:
+        return packaged_model if Path(path).resolve() == packaged else load(path, **options)
+
+    monkeypatch.setattr(LocalModel, "load", staticmethod(shared))
+    return packaged_model
+
+
 class MarkdownSnapshot(SingleFileSnapshotExtension):
     """One readable Markdown file per snapshot, under the top-level snapshots/ folder."""
 
