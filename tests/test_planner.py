@@ -65,6 +65,12 @@ def writer(packaged_model: LocalModel) -> LocalModel:
     return packaged_model
 
 
+@pytest.fixture(name="model_file")
+def packaged_file() -> Path:
+    """The packaged model's file, for what needs only the file: it is not loaded."""
+    return model_file()
+
+
 def resolve(env: dict[str, str], *args: str) -> list[str]:
     """The lines the resolution order says, run in a fresh process with `env`."""
     code = (

@@ -32,11 +32,10 @@ from schema_strategies import mutated, valid_documents
 from plancontracts import decode
 from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
 from plancontracts.runtime.engine.skills import bundled_skills
-from plancontracts.runtime.model import ModelChoice, load_first_writer
+from plancontracts.runtime.model import ModelChoice, ServerSettings, load_first_writer
 from plancontracts.runtime.model.served import (
     MAX_RESPONSE_BYTES,
     ServedModel,
-    ServerSettings,
     api_base,
     portable,
 )

@@ -26,7 +26,8 @@ from commands import plancontracts
 
 from plancontracts import decode
 from plancontracts.runtime.core.errors import ServerFailed
-from plancontracts.runtime.model.served import ServedModel, ServerSettings
+from plancontracts.runtime.model import ServerSettings
+from plancontracts.runtime.model.served import ServedModel
 
 STARTUP_SECONDS = 300  # a loaded 2-core machine; no test asserts speed
 
