@@ -72,7 +72,11 @@ def packaged_file() -> Path:
 
 
 def resolve(env: dict[str, str], *args: str) -> list[str]:
-    """The lines the resolution order says, run in a fresh process with `env`."""
+    """The lines the resolution order says, run in a fresh process with `env`.
+
+    A process: huggingface_hub reads its environment (the cache, the hub's
+    address, offline or not) once, when it is imported.
+    """
     code = (
         "import sys\n"
         "from plancontracts.runtime.model.resolution import candidates\n"
@@ -93,6 +97,7 @@ def resolve(env: dict[str, str], *args: str) -> list[str]:
 # Where the model comes from ------------------------------------------------------------
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_an_explicit_path_comes_first(tmp_path: Path, model_file: Path) -> None:
     lines = resolve({"HF_HUB_CACHE": str(tmp_path)}, str(model_file))
     assert lines[0] == f"model: {model_file} (--model)"
@@ -101,6 +106,7 @@ def test_an_explicit_path_comes_first(tmp_path: Path, model_file: Path) -> None:
     assert lines[-1].endswith("(package)")
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_the_environment_variable_and_unknown_names(tmp_path: Path, model_file: Path) -> None:
     lines = resolve(
         {"HF_HUB_CACHE": str(tmp_path), "PLANCONTRACTS_MODEL": "gemma3-270m"}, "no-such-model"
@@ -112,6 +118,7 @@ def test_the_environment_variable_and_unknown_names(tmp_path: Path, model_file: 
     assert lines[2] == f"FOUND {model_file} (PLANCONTRACTS_MODEL)"
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_a_prepared_hugging_face_cache_is_used_without_network(tmp_path: Path) -> None:
     commit = "c" * 40
     repo = tmp_path / f"models--{DEFAULT_MODEL.repo_id.replace('/', '--')}"
@@ -153,6 +160,7 @@ def hub() -> Iterator[tuple[str, list[str]]]:
     server.shutdown()
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_a_download_goes_through_the_hub_client(tmp_path: Path, hub: tuple[str, list[str]]) -> None:
     endpoint, requests = hub
     env = {"HF_HUB_CACHE": str(tmp_path), "HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0"}

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -296,17 +296,16 @@ def test_the_model_builds_a_package_that_finalize_and_validate_accept(
         convert(TOOLS.named(call.tool).parameters, call.arguments)
     decode(STORY_PACKAGE, msgspec.json.encode(build.package))  # the schema and the rules
     saved = tmp_path / f"{build.package.id}.json"
-    done = plancontracts("validate", "story-package", str(saved))
+    done = cli("validate", "story-package", str(saved))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "stories.db"
-    done = plancontracts(
-        "story", "build", PREMISE, "--max-calls", "1", "--seed", "1", "--db", str(database)
-    )
+    done = cli("story", "build", PREMISE, "--max-calls", "1", "--seed", "1", "--db", str(database))
     assert done.returncode == 1, done.stderr
     [line] = done.stdout.splitlines()
     call = json.loads(line)
@@ -331,7 +330,7 @@ def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     ],
 )
 def test_the_build_command_refuses_a_bad_command_line(arguments: list[str], message: str) -> None:
-    done = plancontracts("story", "build", *arguments)
+    done = cli("story", "build", *arguments)
     assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
     assert "model:" not in done.stderr  # refused before any model is looked for

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from fields import present
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -245,10 +245,9 @@ def test_in_think_mode_code_rolls_the_check_and_fills_plan_quality(thinker: Thin
     assert quality.quality_tier == check_outcome(quality.roll_result, quality.dc).quality_tier
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> None:
-    done = plancontracts(
-        "think", "--seed", "2", "--no-download", "--mode", "think", "Wolves circle the camp"
-    )
+    done = cli("think", "--seed", "2", "--no-download", "--mode", "think", "Wolves circle the camp")
     assert done.returncode == 0, done.stderr
     assert (
         "think: Intelligence check: d20 " in done.stderr
@@ -265,7 +264,7 @@ def test_a_situation_too_long_for_the_context_is_a_generation_failure(thinker: T
 
 def test_an_empty_situation_is_refused_before_any_model_loads() -> None:
     for situation in ("THINK:", "   "):
-        done = plancontracts("think", situation)
+        done = cli("think", situation)
         assert done.returncode == 2
         assert "an empty situation" in done.stderr
         assert "model:" not in done.stderr
