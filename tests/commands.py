@@ -28,12 +28,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, chdir, contextmanager
+from functools import cache
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -138,11 +139,20 @@ _STDIN = _stream_setup(sys.__stdin__, "strict")
 _STDOUT = _stream_setup(sys.__stdout__, "strict")
 _STDERR = _stream_setup(sys.__stderr__, "backslashreplace")
 
-# A process calls `main` three frames deep (runpy's two, `__main__`'s module);
-# here it is called under pytest's frames. The recursion limit is raised by the
-# difference for the call, so a command nests exactly as deep as in a process
-# (its JSON parser counts against the limit: runtime.core.jsontext).
-_PROCESS_DEPTH = 3
+_HEADROOM = """\
+def headroom() -> int:
+    def down(depth: int) -> int:
+        try:
+            return down(depth + 1)
+        except RecursionError:
+            return depth
+
+    return down(0)
+
+
+print(headroom())
+"""
+"A module that prints how many more frames the stack takes where it runs: for `python -m`."
 
 
 class _Written(io.BytesIO):
@@ -207,8 +217,12 @@ def _status(arguments: list[str]) -> int:
     """The exit status of `main(arguments)`, as the interpreter would make it of what it did."""
     from plancontracts.runtime.cli.main import main
 
+    # Here `main` runs under pytest's frames, in a process under runpy's: the
+    # recursion limit is set for the call so that the stack has as much room
+    # left as a process has, since a command's JSON parser counts its nesting
+    # against it (runtime.core.jsontext).
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit + _callers() - _PROCESS_DEPTH)
+    sys.setrecursionlimit(limit - _headroom() + _process_headroom())
     try:
         return main(arguments)
     except SystemExit as exit:
@@ -223,14 +237,29 @@ def _status(arguments: list[str]) -> int:
         sys.setrecursionlimit(limit)
 
 
-def _callers() -> int:
-    """How many frames are on the stack below this function: its caller's and theirs."""
-    frame: FrameType | None = sys._getframe(1)
-    depth = 0
-    while frame is not None:
-        depth += 1
-        frame = frame.f_back
-    return depth
+def _headroom() -> int:
+    """How many more frames the stack takes where the caller calls this."""
+
+    def down(depth: int) -> int:
+        try:
+            return down(depth + 1)
+        except RecursionError:
+            return depth
+
+    return down(0)
+
+
+@cache
+def _process_headroom() -> int:
+    """How many more frames the stack takes where `python -m plancontracts` calls `main`.
+
+    Measured once, by a module run as `python -m` runs one.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "_headroom.py").write_text(_HEADROOM)
+        command = [sys.executable, "-m", "_headroom"]
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=True)
+    return int(done.stdout)
 
 
 def _text(data: bytes) -> str:
