@@ -21,6 +21,7 @@ without it a load of the packaged model fails the test at once
 
 from __future__ import annotations
 
+import _thread
 import io
 import locale
 import logging
@@ -69,13 +70,17 @@ def cli(
     stdin: str | bytes = "",
     env: Mapping[str, str | None] | None = None,
     cwd: Path | None = None,
+    timeout: float = COMMAND_TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
     """`plancontracts ARGUMENTS` run here, its output decoded as `subprocess.run(text=True)` does.
 
     `env` sets (or, given None, unsets) environment variables for the call
-    only; `cwd` is the working folder for the call.
+    only; `cwd` is the working folder for the call. A command still running
+    after `timeout` seconds is interrupted (as Ctrl-C would) and
+    `subprocess.TimeoutExpired` raised, as `subprocess.run` raises it; but not
+    while a model generates, which only a process's exit could stop.
     """
-    done = cli_bytes(*arguments, stdin=stdin, env=env, cwd=cwd)
+    done = cli_bytes(*arguments, stdin=stdin, env=env, cwd=cwd, timeout=timeout)
     return subprocess.CompletedProcess(
         done.args, done.returncode, _text(done.stdout), _text(done.stderr)
     )
@@ -86,6 +91,7 @@ def cli_bytes(
     stdin: str | bytes = b"",
     env: Mapping[str, str | None] | None = None,
     cwd: Path | None = None,
+    timeout: float = COMMAND_TIMEOUT,
 ) -> subprocess.CompletedProcess[bytes]:
     """`plancontracts ARGUMENTS` run here; its output as the bytes a process would write."""
     for name in env or {}:
@@ -93,13 +99,19 @@ def cli_bytes(
             # huggingface_hub reads these once, when it is imported.
             raise ValueError(f"{name} is read at import: give it to a process, or hub_cache")
     data = stdin.encode(_ENCODING) if isinstance(stdin, str) else stdin
+    command = ["plancontracts", *arguments]
     with _command_run(data, env or {}, cwd) as (out, err):
-        status = _status(list(arguments))
-    return subprocess.CompletedProcess(["plancontracts", *arguments], status, out.value, err.value)
+        status = _status(list(arguments), timeout)
+    if status is None:
+        raise subprocess.TimeoutExpired(command, timeout, out.value, err.value)
+    return subprocess.CompletedProcess(command, status, out.value, err.value)
 
 
 def without_a_model(
-    *arguments: str, stdin: str = "", hub_cache: Path | None = None
+    *arguments: str,
+    stdin: str = "",
+    hub_cache: Path | None = None,
+    timeout: float = COMMAND_TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
     """`cli(...)` with the packaged model hidden, and, given `hub_cache`, that Hugging Face cache.
 
@@ -107,7 +119,7 @@ def without_a_model(
     patterns, or say that there is none.
     """
     with _hidden_module(PACKAGED_MODULE), _hub_cache(hub_cache):
-        done = cli(*arguments, stdin=stdin)
+        done = cli(*arguments, stdin=stdin, timeout=timeout)
     return done
 
 
@@ -213,8 +225,8 @@ def _command_run(
             sys.stdin, sys.stdout, sys.stderr = saved
 
 
-def _status(arguments: list[str]) -> int:
-    """The exit status of `main(arguments)`, as the interpreter would make it of what it did."""
+def _status(arguments: list[str], timeout: float) -> int | None:
+    """The exit status of `main(arguments)`, as the interpreter makes it; None after `timeout`."""
     from plancontracts.runtime.cli.main import main
 
     # Here `main` runs under pytest's frames, in a process under runpy's: the
@@ -223,18 +235,63 @@ def _status(arguments: list[str]) -> int:
     # against it (runtime.core.jsontext).
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(limit - _headroom() + _process_headroom())
+    watch = _Watch(timeout)
+    status: int | None = None
     try:
-        return main(arguments)
+        with watch:
+            status = main(arguments)
+    except KeyboardInterrupt:
+        if not watch.fired:
+            raise
     except SystemExit as exit:
         if exit.code is None or isinstance(exit.code, int):
-            return exit.code or 0
-        print(exit.code, file=sys.stderr)
-        return 1
+            status = exit.code or 0
+        else:
+            print(exit.code, file=sys.stderr)
+            status = 1
     except Exception:  # a crash: its traceback on standard error, exit 1, as Python does
         traceback.print_exc(file=sys.stderr)
-        return 1
+        status = 1
     finally:
         sys.setrecursionlimit(limit)
+    return None if watch.fired else status
+
+
+class _Watch:
+    """Ctrl-C for the command, as from its terminal, once it has run for `timeout` seconds.
+
+    Nothing is interrupted while a model generates: the command would then
+    end its process at once (runtime.commandkit.signals.stopped), which here
+    is pytest's. After the command, a Ctrl-C that came too late to stop it is
+    taken here, not by pytest.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.fired = False
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._watch, name="cli timeout", daemon=True)
+
+    def __enter__(self) -> None:
+        self._thread.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            with self._lock:
+                self._ended.set()
+            self._thread.join()
+        except KeyboardInterrupt:
+            if not self.fired:
+                raise
+
+    def _watch(self) -> None:
+        if self._ended.wait(self.timeout):
+            return
+        with self._lock:
+            if not self._ended.is_set() and not generating():
+                self.fired = True
+                _thread.interrupt_main()
 
 
 def _headroom() -> int:
