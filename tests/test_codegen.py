@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from commands import cli
 from user_schemas import RECIPE, write_user_schemas
 
 from plancontracts import generated
@@ -48,14 +49,12 @@ def project(tmp_path: Path) -> Path:
 
 
 def check(project: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "plancontracts", "generate", "--check"]
-    command += ["--schemas", str(project / "schemas"), "--out", str(project / "generated")]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
+    schemas, out = str(project / "schemas"), str(project / "generated")
+    return cli("generate", "--check", "--schemas", schemas, "--out", out)
 
 
 def plancontracts(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "plancontracts", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    return cli(*args, cwd=cwd)
 
 
 def test_generated_is_up_to_date_with_the_schemas(rendered: dict[str, str]) -> None:
@@ -294,6 +293,7 @@ def test_each_contract_has_a_handle_named_after_it_with_its_type() -> None:
 # A user's own schema folder ------------------------------------------------------
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> None:
     # The documentation's example, as written: the output is a package of the
     # user's own, and imports none of plancontracts' generated models.
@@ -328,6 +328,7 @@ def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> N
     assert imported.stdout.splitlines() == ["Recipe(name='Soup', servings=4)", "True False"]
 
 
+@pytest.mark.process  # a fresh interpreter imports the output
 def test_the_output_does_not_depend_on_the_name_it_is_imported_by(tmp_path: Path) -> None:
     write_user_schemas(tmp_path / "schemas")
     generate.write(tmp_path / "schemas", tmp_path / "one" / "models")
