@@ -33,7 +33,8 @@ FAST_TIER = "not model and not process and not slow"
 
 # The tiers' hypothesis profiles: "full" (the default, and what CI runs) draws
 # at least 1,000 documents per property; "fast" (`--fast`) tens. No test pins
-# its own count, so the tier decides for every property test.
+# its own count: one whose examples are slow draws `tiers.examples_at_most(N)`,
+# the tier's count capped at N, so the tier decides for every property test.
 for tier, examples in (("full", 1000), ("fast", 30)):
     settings.register_profile(
         tier,

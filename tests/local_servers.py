@@ -217,9 +217,10 @@ def simplest_document(schema: dict[str, Any]) -> Any:
 def _simplest(schema: str) -> Any:
     from hypothesis import find, settings
     from schema_strategies import valid_documents
+    from tiers import examples_at_most
 
     return find(
         valid_documents(json.loads(schema)),
         lambda _: True,
-        settings=settings(database=None, max_examples=10),
+        settings=settings(database=None, max_examples=examples_at_most(10)),
     )

@@ -23,6 +23,7 @@ import trio
 from commands import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples_at_most
 
 from plancontracts import (
     GOAL_PLAN,
@@ -588,7 +589,7 @@ def events(draw: st.DrawFn) -> list[tuple[str, Any]]:
     return draw(st.lists(kinds, max_size=60))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples_at_most(60), deadline=None)
 @given(events())
 def test_random_scripts_keep_every_invariant(script: list[tuple[str, Any]]) -> None:
     someone, _ = person()

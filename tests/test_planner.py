@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts.generated.tool_plans import (
@@ -461,7 +462,7 @@ def test_past_five_failed_tools_the_rest_are_counted() -> None:
     assert what_failed(record_of(plan, execution_result(plan, failed=[]))) == []
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples_at_most(50), deadline=None)
 @given(message=st.text(max_size=4000), code=st.text(min_size=1, max_size=64))
 def test_a_failure_of_any_text_is_one_bounded_line_of_the_prompt(message: str, code: str) -> None:
     plan = Plan(

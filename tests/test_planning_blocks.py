@@ -21,6 +21,7 @@ from fields import present
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
+from tiers import examples_at_most
 
 from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
@@ -315,7 +316,7 @@ def test_prose_that_quotes_speech_or_names_a_field_is_prose(text: str) -> None:
     assert messages(block) == []
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples_at_most(300))
 @given(text=st.from_regex(PLAIN_TEXT, fullmatch=True))
 def test_no_text_the_model_may_write_holds_the_blocks_json(text: str) -> None:
     # Every text of a generated block matches the profile's pattern.

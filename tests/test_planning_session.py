@@ -15,6 +15,7 @@ import pytest
 from commands import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples_at_most
 
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import PlanningSession
@@ -93,7 +94,7 @@ def test_story_mode_needs_its_elapsed_time_and_think_mode_takes_none() -> None:
         after_thought(new_session(), thought(roll=3), "bridge", elapsed=MINUTE)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples_at_most(60), deadline=None)
 @given(
     turns=st.lists(
         st.one_of(

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from local_servers import A_PLAN, Reply, conforming, model_server, sent_schema, silent_server
 from schema_strategies import mutated, valid_documents
+from tiers import examples_at_most
 
 from plancontracts import decode
 from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
@@ -509,7 +510,9 @@ def test_a_tuples_false_items_is_sent_as_its_length() -> None:
 PLAN_PROFILE = plan_profile(bundled_skills()).schema
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples_at_most(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.data())
 def test_the_plan_profile_as_sent_accepts_exactly_what_the_profile_accepts(
     data: st.DataObject,

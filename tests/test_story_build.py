@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts import STORY_PACKAGE, decode
@@ -95,7 +96,7 @@ def _simplest(schema: str) -> Any:
     return find(valid_documents(json.loads(schema)), lambda _: True, settings=_FIND)
 
 
-_FIND = settings(database=None, max_examples=10)
+_FIND = settings(database=None, max_examples=examples_at_most(10))
 
 
 def built(writer: Any, **options: Any) -> Build:
@@ -106,7 +107,7 @@ def built(writer: Any, **options: Any) -> Build:
 
 
 # A pipeline takes about half a second to draw: a hundred of them at most, whatever the profile.
-@settings(max_examples=min(settings().max_examples, 100))
+@settings(max_examples=examples_at_most(100))
 @given(data=st.data(), acts=st.integers(1, 2), locations=st.integers(2, 3))
 def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accepts(
     data: st.DataObject, acts: int, locations: int
@@ -126,7 +127,7 @@ def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accep
             assert len(location.encounters) == ENCOUNTERS
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples_at_most(20))
 @given(data=st.data())
 def test_every_call_of_the_pipeline_passes_its_tools_contract(data: st.DataObject) -> None:
     build = built(drawn(data), acts=1, locations=2)

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts import contract_schema, violations
@@ -89,9 +90,7 @@ def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mo
     profile = block_profile(mode, abilities={"Intelligence": 1, "Wisdom": 30})
     drawn = [0]
 
-    @settings(
-        max_examples=min(settings().max_examples, 300), suppress_health_check=[HealthCheck.too_slow]
-    )
+    @settings(max_examples=examples_at_most(300), suppress_health_check=[HealthCheck.too_slow])
     @given(st.data())
     def check(data: st.DataObject) -> None:
         document = data.draw(valid_documents(profile.schema), label="document")
@@ -109,7 +108,7 @@ def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mo
         drawn[0] += 1
 
     check()
-    assert drawn[0] >= min(settings().max_examples, 300)
+    assert drawn[0] >= examples_at_most(300)
 
 
 def written(text: str) -> dict[str, Any]:
