@@ -25,6 +25,7 @@ import trio
 from commands import without_a_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from local_servers import serve
 from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
 from tiers import examples_at_most
@@ -155,7 +156,7 @@ def hub() -> Iterator[tuple[str, list[str]]]:
             return None
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=serve, args=(server,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}", requests
     server.shutdown()
