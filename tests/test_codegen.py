@@ -33,6 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = [goal_plans, planning_blocks, session_plans, story_packages, tool_plans]
 
 
+# RENDERS: rendering the models of schemas/ (datamodel-code-generator, then ruff) takes
+# over a second: the tests that render again, beyond the one check that generated/ is up
+# to date, are slow.
+
+
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, str]:
     return generate.render(ROOT / "schemas")
@@ -61,6 +66,7 @@ def test_generated_is_up_to_date_with_the_schemas(rendered: dict[str, str]) -> N
     assert generate.stale_files(rendered, ROOT / "generated") == []
 
 
+@pytest.mark.slow  # RENDERS
 def test_output_is_byte_for_byte_reproducible(rendered: dict[str, str]) -> None:
     assert generate.render(ROOT / "schemas") == rendered
     text = "".join(rendered.values())
@@ -68,12 +74,14 @@ def test_output_is_byte_for_byte_reproducible(rendered: dict[str, str]) -> None:
     assert str(ROOT) not in text  # no machine-specific path
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_passes_on_a_fresh_copy(project: Path) -> None:
     done = check(project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("is up to date")
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_names_the_files_a_schema_edit_makes_stale(project: Path) -> None:
     path = project / "schemas/tool-plans/plan.json"
     schema = json.loads(path.read_text())
@@ -93,6 +101,7 @@ def test_check_names_the_files_a_schema_edit_makes_stale(project: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_names_a_hand_edited_missing_or_extra_file(project: Path) -> None:
     edited = project / "generated/goal_plans.py"
     edited.write_text(edited.read_text() + "\n# edited by hand\n")
@@ -104,6 +113,7 @@ def test_check_names_a_hand_edited_missing_or_extra_file(project: Path) -> None:
         assert f"stale: {project / 'generated' / name}" in done.stdout
 
 
+@pytest.mark.slow  # RENDERS
 def test_generate_rewrites_what_is_stale_and_only_that(project: Path) -> None:
     (project / "generated/goal_plans.py").write_text("broken")
     (project / "generated/notes.txt").write_text("left over")
@@ -113,6 +123,7 @@ def test_generate_rewrites_what_is_stale_and_only_that(project: Path) -> None:
     assert generate.check(project / "schemas", project / "generated") == []
 
 
+@pytest.mark.slow  # RENDERS
 def test_a_schema_tree_error_is_one_clear_line(project: Path) -> None:
     path = project / "schemas/tool-plans/plan.json"
     schema = json.loads(path.read_text())

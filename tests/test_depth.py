@@ -129,6 +129,7 @@ def test_every_depth_up_to_the_parsers_limit_gets_a_verdict(contract: str, kind:
     assert found[limit + 1] == found[far] == (TOO_DEEP,)
 
 
+@pytest.mark.slow  # each example searches for the parser's limit again: a dozen parses
 @given(st.sampled_from(list(CASES)), st.sampled_from(KINDS), st.integers(1, 1_200))
 def test_any_depth_gets_its_verdict(contract: str, kind: str, depth: int) -> None:
     limit, found = survey(contract, kind, [depth])

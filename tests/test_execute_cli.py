@@ -185,6 +185,7 @@ DEPTHS = [3, 100, 499, 500, 501, *range(950, 1001)]
 TOO_DEEP = "invalid_json malformed_line: output line 1: arrays and objects nest too deeply"
 
 
+@pytest.mark.slow  # 112 deep patches, each parsed in a script's process and in the command
 def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
     tools = [deep_tool(kind, depth) for kind in ("array", "object") for depth in DEPTHS]
     done = execute(tmp_path, deep_plan(tools), "--skills", str(FAULTS), "--concurrency", "2")

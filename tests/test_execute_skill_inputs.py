@@ -198,11 +198,12 @@ def test_an_input_too_deep_for_its_recursive_schema_is_rejected(tmp_path: Path, 
     [
         # Python's `re` backtracks on this one for ever; `regex` sees through it.
         ("^(a+)+$", "invalid_input", "tool 't': input /name: 'aaaa...' does not match '^(a+)+$'"),
-        (
+        pytest.param(
             "^(a|aa)+$",
             "input_check_timeout",
             "tool 't': checking the input against in.json ran out of time before the plan's "
             "deadline (matching the pattern '^(a|aa)+$')",
+            marks=pytest.mark.slow,  # it waits for the plan's deadline, 3 s
         ),
     ],
 )

@@ -385,6 +385,7 @@ def test_a_batch_of_plans_runs_at_once_and_prints_in_input_order() -> None:
 # schema each request sends, so what the command makes of it is the server's.
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_think_writes_its_check_and_block_with_the_server() -> None:
     with model_server(conforming) as server:
         done = cli("think", "--server", server.url, "THINK: the guard blocks the bridge")
@@ -395,6 +396,7 @@ def test_think_writes_its_check_and_block_with_the_server() -> None:
     assert "dc" in kinds[0]
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_session_drive_makes_its_calls_with_the_server() -> None:
     with model_server(conforming) as server:
         done = cli("session", "drive", "--server", server.url, "--max-calls", "2", "tidy the camp")
@@ -403,6 +405,7 @@ def test_session_drive_makes_its_calls_with_the_server() -> None:
     assert json.loads(done.stdout.splitlines()[-1])["plan"]["objective"] == "tidy the camp"
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_story_build_makes_its_calls_with_the_server(tmp_path: Path) -> None:
     with model_server(conforming) as server:
         done = cli(
@@ -419,6 +422,7 @@ def test_story_build_makes_its_calls_with_the_server(tmp_path: Path) -> None:
     assert '"meta"' in done.stdout.splitlines()[-1]  # the package, finalized
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_goals_plan_writes_its_steps_with_the_server() -> None:
     with model_server(conforming) as server:
         done = cli("goals", "plan", "--server", server.url, "cook a hot dinner")

@@ -96,6 +96,11 @@ def _simplest(schema: str) -> Any:
     return find(valid_documents(json.loads(schema)), lambda _: True, settings=_FIND)
 
 
+# SIMPLEST_COST: the simplest documents of the pipeline's profiles take some ten
+# seconds to find, which the first test that builds from them pays: every such test
+# is marked slow, so that the fast tier pays it in none.
+
+
 _FIND = settings(database=None, max_examples=examples_at_most(10))
 
 
@@ -107,6 +112,7 @@ def built(writer: Any, **options: Any) -> Build:
 
 
 # A pipeline takes about half a second to draw: a hundred of them at most, whatever the profile.
+@pytest.mark.slow  # even the fast tier's thirty pipelines take seconds
 @settings(max_examples=examples_at_most(100))
 @given(data=st.data(), acts=st.integers(1, 2), locations=st.integers(2, 3))
 def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accepts(
@@ -127,6 +133,7 @@ def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accep
             assert len(location.encounters) == ENCOUNTERS
 
 
+@pytest.mark.slow  # twenty whole pipelines, even in the fast tier
 @settings(max_examples=examples_at_most(20))
 @given(data=st.data())
 def test_every_call_of_the_pipeline_passes_its_tools_contract(data: st.DataObject) -> None:
@@ -136,6 +143,7 @@ def test_every_call_of_the_pipeline_passes_its_tools_contract(data: st.DataObjec
         convert(TOOLS.named(call.tool).parameters, call.arguments)  # raises if not
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_the_code_fills_the_ids_and_the_premise() -> None:
     build = built(Drawing(simplest), acts=1, locations=3)
     arguments = {call.tool: call.arguments for call in build.calls}
@@ -176,6 +184,7 @@ def test_a_build_refuses_sizes_out_of_range(options: dict[str, Any], message: st
 # Refusals, repairs and running out of calls ----------------------------------------------
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> None:
     writer = Drawing(simplest)
     asked: list[AssetRequest] = []
@@ -200,6 +209,7 @@ def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> Non
     assert build.package is not None
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_refused_package_goes_back_to_the_model_until_the_calls_run_out(tmp_path: Path) -> None:
     writer = Drawing(simplest)
     # The package cannot be saved in a folder that is not there: finalizePackage is refused.
@@ -220,12 +230,14 @@ def test_a_refused_package_goes_back_to_the_model_until_the_calls_run_out(tmp_pa
     assert session.draft.status == "drafting"  # every successful call kept, nothing finalized
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_calls_that_run_out_before_the_end_leave_no_package() -> None:
     build = built(Drawing(simplest), max_calls=3)
     assert [call.tool for call in build.calls] == PIPELINE[:3]
     assert build.package is None
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_build_starts_a_draft() -> None:
     started = built(Drawing(simplest), max_calls=1).session
     with pytest.raises(ValueError, match="has a premise already"):
@@ -265,10 +277,12 @@ def prompts_of_a_build() -> dict[str, str]:
 KINDS = [*dict.fromkeys(PIPELINE[:-1]), "refused", "repair"]
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_build_renders_a_prompt_per_tool_and_for_refusals_and_repairs() -> None:
     assert list(prompts_of_a_build()) == KINDS
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_build_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
     assert with_token_count(prompts_of_a_build()[kind]) == markdown_snapshot

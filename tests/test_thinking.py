@@ -85,6 +85,7 @@ def test_the_profile_is_closed_bounded_and_free_of_markup(mode: Mode) -> None:
         assert f'"{field}"' not in written
 
 
+@pytest.mark.slow  # each example is a whole block drawn from the profile: a quarter second
 @pytest.mark.parametrize("mode", MODES)
 def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mode: Mode) -> None:
     profile = block_profile(mode, abilities={"Intelligence": 1, "Wisdom": 30})
