@@ -159,7 +159,7 @@ def demo() -> int:
 def test(*, fast: bool) -> int:
     """Lint, type-check, check generated/ and run the tests: all of them, or the fast tier.
 
-    The fast tier (`pytest --fast`, docs/development.md#tests) leaves out the
+    The fast tier (`pytest --fast`, docs/development.md#the-test-suite) leaves out the
     tests marked model, process or slow, and the generated/ check, which
     test_codegen.py's fast tests make too.
     """
