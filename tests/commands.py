@@ -1,13 +1,15 @@
 """The `plancontracts` command, run in this process or started as a user starts it.
 
 `cli(...)` calls the entry point here, as httpx's CLI tests do: standard
-input, output and error are replaced for the call, `SystemExit` is its exit
-status, the environment and working folder it is given hold for the call
-only, and whatever a command could leave behind (signal handlers, the stop
-signals' state, a generation still running, threads, the root logger) is
-checked afterwards and restored. Its result is what `subprocess.run` would
-return for the same process, decoded the same way, so a test reads
-`returncode`, `stdout` and `stderr` either way.
+input, output and error are replaced for the call (text streams over bytes,
+as a process's), `SystemExit` is its exit status, the environment and working
+folder it is given hold for the call only, and whatever a command could leave
+behind (signal handlers, the stop signals' state, a generation still running,
+threads, the root logger) fails the test and is restored. Its result is what
+`subprocess.run` would return for the same process, decoded the same way, so a
+test reads `returncode`, `stdout` and `stderr` either way (`cli_bytes` for the
+bytes). The command nests as deeply as in a process, and a timeout interrupts
+it as Ctrl-C would.
 
 `plancontracts(...)` starts the command as a process: for the tests whose
 subject is the process itself (signals, closed or broken streams, a fresh
@@ -70,14 +72,15 @@ def cli(
     stdin: str | bytes = "",
     env: Mapping[str, str | None] | None = None,
     cwd: Path | None = None,
-    timeout: float = COMMAND_TIMEOUT,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`plancontracts ARGUMENTS` run here, its output decoded as `subprocess.run(text=True)` does.
 
     `env` sets (or, given None, unsets) environment variables for the call
     only; `cwd` is the working folder for the call. A command still running
-    after `timeout` seconds is interrupted (as Ctrl-C would) and
-    `subprocess.TimeoutExpired` raised, as `subprocess.run` raises it; but not
+    after `timeout` seconds (default: COMMAND_TIMEOUT, or MODEL_COMMAND_TIMEOUT
+    under `shared_model`) is interrupted as Ctrl-C would, and
+    `subprocess.TimeoutExpired` raised as `subprocess.run` raises it; but not
     while a model generates, which only a process's exit could stop.
     """
     done = cli_bytes(*arguments, stdin=stdin, env=env, cwd=cwd, timeout=timeout)
@@ -91,7 +94,7 @@ def cli_bytes(
     stdin: str | bytes = b"",
     env: Mapping[str, str | None] | None = None,
     cwd: Path | None = None,
-    timeout: float = COMMAND_TIMEOUT,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """`plancontracts ARGUMENTS` run here; its output as the bytes a process would write."""
     for name in env or {}:
@@ -99,6 +102,9 @@ def cli_bytes(
             # huggingface_hub reads these once, when it is imported.
             raise ValueError(f"{name} is read at import: give it to a process, or hub_cache")
     data = stdin.encode(_ENCODING) if isinstance(stdin, str) else stdin
+    if timeout is None:
+        shared = LocalModel.__dict__["load"] is not _ORIGINAL_LOAD
+        timeout = MODEL_COMMAND_TIMEOUT if shared else COMMAND_TIMEOUT
     command = ["plancontracts", *arguments]
     with _command_run(data, env or {}, cwd) as (out, err):
         status = _status(list(arguments), timeout)
@@ -111,7 +117,7 @@ def without_a_model(
     *arguments: str,
     stdin: str = "",
     hub_cache: Path | None = None,
-    timeout: float = COMMAND_TIMEOUT,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`cli(...)` with the packaged model hidden, and, given `hub_cache`, that Hugging Face cache.
 
