@@ -2,6 +2,8 @@
 
     python3 dev.py demo    # set up, validate the bundled examples, play one narrated turn
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
+    python3 dev.py test --fast  # set up, then lint, type-check, run the fast tier of tests:
+                                # no model, process or slow test, tens of hypothesis examples
     python3 dev.py bench [validation|executor|planning|thinking|served]  # set up, run benchmarks
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
@@ -50,13 +52,18 @@ def main() -> int:
         return 2
     jobs = {"setup": lambda: 0, "demo": demo, "test": test, "bench": bench, "lock": lambda: 0}
     job, *names = sys.argv[1:] or [""]
-    if job not in jobs or (names and (job != "bench" or not set(names) <= set(BENCHMARKS))):
+    allowed = {"bench": set(BENCHMARKS), "test": {"--fast"}}.get(job, set())
+    if job not in jobs or not set(names) <= allowed:
         print(__doc__, file=sys.stderr)
         return 2
     if job == "lock":
         lock()
     setup()
-    return bench(*names) if job == "bench" else jobs[job]()
+    if job == "bench":
+        return bench(*names)
+    if job == "test":
+        return test(fast="--fast" in names)
+    return jobs[job]()
 
 
 def setup() -> None:
@@ -149,7 +156,13 @@ def demo() -> int:
     return status | run(*command, check=False)
 
 
-def test() -> int:
+def test(*, fast: bool) -> int:
+    """Lint, type-check, check generated/ and run the tests: all of them, or the fast tier.
+
+    The fast tier (`pytest --fast`, docs/development.md#the-test-suite) leaves out the
+    tests marked model, process or slow, and the generated/ check, which
+    test_codegen.py's fast tests make too.
+    """
     step("ruff check")
     run(PYTHON, "-m", "ruff", "check", ".")
     step("ruff format --check")
@@ -171,10 +184,12 @@ def test() -> int:
     search = os.pathsep.join(map(str, [view, TESTS]))
     tests = sorted(TESTS.glob("*.py"))
     run(*mypy, "--explicit-package-bases", *tests, cwd=view, env={"MYPYPATH": search})
-    step("plancontracts generate --check")
-    run(BIN / "plancontracts", "generate", "--check")
-    step("pytest")
-    status = run(PYTHON, "-m", "pytest", "-p", "no:cacheprovider", check=False)
+    if not fast:
+        step("plancontracts generate --check")
+        run(BIN / "plancontracts", "generate", "--check")
+    tier = ["--fast"] if fast else []
+    step(" ".join(["pytest", *tier]))
+    status = run(PYTHON, "-m", "pytest", "-p", "no:cacheprovider", *tier, check=False)
     if status == PYTEST_NO_TESTS:
         print("pytest collected no tests, so the suite proved nothing: failing", file=sys.stderr)
         return 1

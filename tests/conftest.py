@@ -33,7 +33,8 @@ FAST_TIER = "not model and not process and not slow"
 
 # The tiers' hypothesis profiles: "full" (the default, and what CI runs) draws
 # at least 1,000 documents per property; "fast" (`--fast`) tens. No test pins
-# its own count, so the tier decides for every property test.
+# its own count: one whose examples are slow draws `tiers.examples_at_most(N)`,
+# the tier's count capped at N, so the tier decides for every property test.
 for tier, examples in (("full", 1000), ("fast", 30)):
     settings.register_profile(
         tier,
@@ -89,6 +90,25 @@ def packaged_model() -> LocalModel:
     Taking it marks the test `model`: the fast tier leaves it out.
     """
     return LocalModel.load(model_file())
+
+
+@pytest.fixture
+def shared_model(packaged_model: LocalModel, monkeypatch: pytest.MonkeyPatch) -> LocalModel:
+    """The packaged model for in-process commands (`commands.cli`), never loaded again.
+
+    While the test runs, `LocalModel.load` of the packaged model's file returns
+    the session's instance (`packaged_model`, which marks the test `model`);
+    any other file loads as usual. Without this fixture, an in-process command
+    that loads the packaged model fails the test (`commands.LoadedTheModelAgain`).
+    """
+    load = LocalModel.load
+    packaged = model_file().resolve()
+
+    def shared(path: Path, **options: Any) -> LocalModel:
+        return packaged_model if Path(path).resolve() == packaged else load(path, **options)
+
+    monkeypatch.setattr(LocalModel, "load", staticmethod(shared))
+    return packaged_model
 
 
 class MarkdownSnapshot(SingleFileSnapshotExtension):

@@ -15,6 +15,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+POLL_SECONDS = 0.01
+"How often a server here looks whether it is told to stop: `shutdown` waits for it."
+
+
+def serve(server: ThreadingHTTPServer) -> None:
+    """Serve until `server.shutdown()`, which then returns at once, not after half a second."""
+    server.serve_forever(poll_interval=POLL_SECONDS)
+
 
 @contextlib.contextmanager
 def http_server() -> Iterator[tuple[str, list[str]]]:
@@ -39,7 +47,7 @@ def http_server() -> Iterator[tuple[str, list[str]]]:
             pass  # the test reads `requests`, not a log
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=serve, args=(server,), daemon=True)
     thread.start()
     try:
         yield f"127.0.0.1:{server.server_address[1]}", requests
@@ -184,7 +192,7 @@ def model_server(
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=serve, args=(server,), daemon=True)
     thread.start()
     try:
         yield state
@@ -217,9 +225,10 @@ def simplest_document(schema: dict[str, Any]) -> Any:
 def _simplest(schema: str) -> Any:
     from hypothesis import find, settings
     from schema_strategies import valid_documents
+    from tiers import examples_at_most
 
     return find(
         valid_documents(json.loads(schema)),
         lambda _: True,
-        settings=settings(database=None, max_examples=10),
+        settings=settings(database=None, max_examples=examples_at_most(10)),
     )

@@ -32,8 +32,17 @@ from plancontracts import ContractError, contract_names, contract_schema, decode
 from plancontracts.runtime.core.contracts import has_schema_only_rules
 from plancontracts.runtime.core.rules import rules_of
 
+# The largest documents: even the fast tier's thirty of each take seconds to draw and judge.
+LARGEST = {"story-draft", "story-package"}
 
-@pytest.mark.parametrize("contract", contract_names())
+
+@pytest.mark.parametrize(
+    "contract",
+    [
+        pytest.param(name, marks=pytest.mark.slow if name in LARGEST else ())
+        for name in contract_names()
+    ],
+)
 def test_typed_path_and_schema_agree(contract: str) -> None:
     schema = contract_schema(contract)
     validator = Draft202012Validator(schema)

@@ -25,6 +25,7 @@ from fields import present
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from tiers import examples_at_most
 
 from plancontracts import SKILL_MANIFEST, TOOL_EVENT, contract_schema
 from plancontracts.generated.tool_plans import (
@@ -309,7 +310,7 @@ def test_the_parser_rejects_formulas_out_of_range_or_shape(formula: str) -> None
     assert "looks like 2d6+3" in caught.value.message
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples_at_most(200), deadline=None)
 @given(
     dice=st.integers(1, 100),
     sides=st.integers(2, 1000),
@@ -339,7 +340,7 @@ def test_the_schema_pattern_is_the_parsers_expression() -> None:
     assert FORMULA_SCHEMA["pattern"] == f"^{roll_module.FORMULA_BODY}$(?!\\n)"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples_at_most(300), deadline=None)
 @given(
     st.one_of(
         st.text(alphabet="0123456789d+-\n ", max_size=16),

@@ -1,4 +1,10 @@
-"""The `plancontracts` command, run as a user runs it: a real process, real files, exit codes."""
+"""The `plancontracts` command: real files, exit codes, and each command run as a process.
+
+Most tests run the command in this process (`commands.cli`); those whose
+subject is the process (the console script, a fresh process's peak memory, a
+reader that goes away, what a fresh interpreter imports) start one, and so
+does one smoke test per command, as a user runs it.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import COMMAND_TIMEOUT, cli, cli_bytes, plancontracts
 from jsonschema import Draft202012Validator
+from local_servers import conforming, model_server
 from user_schemas import BROKEN, COMMON, RECIPE, SOUP, write_user_schemas
 
 from plancontracts import contract_names, contract_schema
@@ -22,13 +30,7 @@ EVENTS = contract_schema("tool-event")["examples"]
 def run(
     *args: str, stdin: bytes = b"", cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "plancontracts", *args],
-        input=stdin,
-        capture_output=True,
-        check=False,
-        cwd=cwd,
-    )
+    done = cli_bytes(*args, stdin=stdin, cwd=cwd)
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
@@ -47,10 +49,11 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.process
 def test_the_console_script_and_python_m_are_the_same_command() -> None:
     script = Path(sys.executable).with_name("plancontracts")
     direct = subprocess.run([script, "contracts"], capture_output=True, text=True, check=True)
-    assert direct.stdout == run("contracts").stdout
+    assert direct.stdout == plancontracts("contracts").stdout
 
 
 def test_contracts_lists_every_contract_with_its_title() -> None:
@@ -160,6 +163,7 @@ def test_bad_input_gets_one_line_and_exit_1(tmp_path: Path, content: bytes, mess
     assert summary == "1 document checked: 0 valid, 1 invalid"
 
 
+@pytest.mark.process  # the peak memory of a fresh process
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
 def test_a_document_over_the_size_limit_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
@@ -208,24 +212,7 @@ def test_a_line_without_end_stops_the_reading_of_its_file_at_once(tmp_path: Path
     # /dev/zero is one endless line: it is refused after twice --max-bytes, not read forever.
     good = tmp_path / "good.ndjson"
     good.write_text(json.dumps({"version": "0", "type": "done", "ok": True}) + "\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "plancontracts",
-            "validate",
-            "--ndjson",
-            "--max-bytes",
-            "1000",
-            "tool-event",
-            "/dev/zero",
-            str(good),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    done = cli("validate", "--ndjson", "--max-bytes", "1000", "tool-event", "/dev/zero", str(good))
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         "/dev/zero:1: invalid (1 violation)",
@@ -247,6 +234,7 @@ def test_max_bytes_is_at_most_one_gibibyte(limit: str) -> None:
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.process  # the peak memory of a fresh process
 def test_the_largest_max_bytes_reads_only_what_is_there(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(PLAN))
@@ -280,11 +268,7 @@ def test_a_file_name_that_is_not_utf8_is_escaped_in_json_reports(tmp_path: Path)
         ("validate", "plan", path, f"{tmp_path}/plan-\\udcff.json"),
         ("normalize", "planning-block", block, f"{tmp_path}/block-\\udcfe.json"),
     ]:
-        done = subprocess.run(
-            [sys.executable, "-m", "plancontracts", command, "--json", contract, str(name)],
-            capture_output=True,
-            check=False,
-        )
+        done = cli_bytes(command, "--json", contract, str(name))
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout.decode("utf-8"))["file"] == shown  # strictly UTF-8
     text = run("validate", "plan", str(path))  # as text mode writes it
@@ -372,6 +356,7 @@ def _values(node: object, key: str) -> list[str]:
     return []
 
 
+@pytest.mark.process  # a broken pipe
 def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "many.ndjson"
     path.write_text('{"version": "0"}\n' * 20_000)
@@ -448,6 +433,7 @@ def test_validate_schemas_says_what_the_bundled_contracts_say(files: Path, tmp_p
             assert "did you mean" in bundled.stdout
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_validate_schemas_needs_neither_the_model_generator_nor_ruff(tmp_path: Path) -> None:
     write_user_schemas(tmp_path / "my-schemas")
     (tmp_path / "soup.json").write_text(SOUP)
@@ -565,3 +551,72 @@ def test_a_schema_that_refers_to_itself_judges_deep_documents_or_refuses_them(
         "2 documents checked: 0 valid, 2 invalid",
     ]
     assert done.stderr == ""
+
+
+# Every command as a process ---------------------------------------------------------
+# The tests above and those of each family run the command in the test's process
+# (commands.cli). These start each command once as a user does, `python -m
+# plancontracts`, each doing its work: the commands that write with a model ask a
+# stub model server, which answers each request with the simplest document its
+# schema allows, so no model is loaded.
+
+BLOCK = contract_schema("planning-block")["examples"][0]
+PREMISE = "A lighthouse keeper finds a map in a bottle."
+SETUP_CALL = {
+    "tool": "planning_setup_plan",
+    "arguments": {"objective": "Ship", "initial_steps": [{"title": "Build"}]},
+}
+STORY_CALL = {
+    "tool": "proposeStoryPremise",
+    "arguments": contract_schema("story-premise")["examples"][0],
+}
+GOAL = {"event": "goal", "description": "Have food", "horizon": "short"}
+
+# Each command's arguments, standard input, and a line its output holds. In the
+# arguments, {tmp} is the test's folder and {server} the stub server's address.
+EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
+    "contracts": (["contracts"], "", "Execution result"),
+    "schema": (["schema", "plan"], "", '"$schema"'),
+    "validate": (["validate", "plan", "-"], json.dumps(PLAN), "<stdin>: valid"),
+    "examples": (["examples"], "", "all valid."),
+    "generate": (
+        ["generate", "--schemas", "{tmp}/my-schemas", "--out", "{tmp}/kitchen"],
+        "",
+        "3 files changed",
+    ),
+    "execute": (["execute", "-", "--data", "{tmp}/data"], json.dumps(PLAN), " succeeded in "),
+    "plan": (["plan", "--server", "{server}", "I roll a die"], "", '"requestId"'),
+    "play": (["play", "--server", "{server}", "--data", "{tmp}/data"], "I roll a die\n\n", "> "),
+    "think": (["think", "--server", "{server}", "THINK: the guard blocks the bridge"], "", "{"),
+    "normalize": (["normalize", "planning-block", "-"], json.dumps(BLOCK), '"choices"'),
+    "session run": (["session", "run", "-"], json.dumps(SETUP_CALL) + "\n", '"ok":true'),
+    "session drive": (
+        ["session", "drive", "--server", "{server}", "--max-calls", "1", "Ship it"],
+        "",
+        '"plan"',
+    ),
+    "session section": (["session", "section"], "", "planning_setup_plan"),
+    "session tools": (["session", "tools"], "", "planning_setup_plan"),
+    "story run": (["story", "run", "-"], json.dumps(STORY_CALL) + "\n", '"ok":true'),
+    "story build": (["story", "build", "--server", "{server}", PREMISE], "", '"meta"'),
+    "story graph": (
+        ["story", "graph", "-"],
+        json.dumps(contract_schema("story-package")["examples"][0]),
+        "flowchart",
+    ),
+    "goals simulate": (["goals", "simulate", "-", "--fallback"], json.dumps(GOAL) + "\n", '"ok"'),
+    "goals plan": (["goals", "plan", "--server", "{server}", "Have food"], "", '"steps"'),
+}
+
+
+@pytest.mark.process  # the command as a user runs it
+@pytest.mark.parametrize("command", list(EVERY_COMMAND))
+def test_every_command_runs_as_a_process(command: str, tmp_path: Path) -> None:
+    arguments, stdin, shown = EVERY_COMMAND[command]
+    write_user_schemas(tmp_path / "my-schemas")
+    with model_server(conforming) as server:
+        given = [part.format(tmp=tmp_path, server=server.url) for part in arguments]
+        done = plancontracts(*given, stdin=stdin, timeout=COMMAND_TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr

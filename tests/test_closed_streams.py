@@ -19,6 +19,9 @@ from commands import _WITHOUT_A_MODEL
 
 from plancontracts import contract_schema
 
+# The process is the subject: its standard streams, as the shell leaves them.
+pytestmark = pytest.mark.process
+
 PLAN = contract_schema("plan")["examples"][0]
 BLOCK = contract_schema("planning-block")["examples"][0]
 

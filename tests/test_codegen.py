@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from commands import cli
 from user_schemas import RECIPE, write_user_schemas
 
 from plancontracts import generated
@@ -32,6 +33,11 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = [goal_plans, planning_blocks, session_plans, story_packages, tool_plans]
 
 
+# RENDERS: rendering the models of schemas/ (datamodel-code-generator, then ruff) takes
+# over a second: the tests that render again, beyond the one check that generated/ is up
+# to date, are slow.
+
+
 @pytest.fixture(scope="module")
 def rendered() -> dict[str, str]:
     return generate.render(ROOT / "schemas")
@@ -48,20 +54,19 @@ def project(tmp_path: Path) -> Path:
 
 
 def check(project: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "plancontracts", "generate", "--check"]
-    command += ["--schemas", str(project / "schemas"), "--out", str(project / "generated")]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
+    schemas, out = str(project / "schemas"), str(project / "generated")
+    return cli("generate", "--check", "--schemas", schemas, "--out", out)
 
 
 def plancontracts(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "plancontracts", *args]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    return cli(*args, cwd=cwd)
 
 
 def test_generated_is_up_to_date_with_the_schemas(rendered: dict[str, str]) -> None:
     assert generate.stale_files(rendered, ROOT / "generated") == []
 
 
+@pytest.mark.slow  # RENDERS
 def test_output_is_byte_for_byte_reproducible(rendered: dict[str, str]) -> None:
     assert generate.render(ROOT / "schemas") == rendered
     text = "".join(rendered.values())
@@ -69,12 +74,14 @@ def test_output_is_byte_for_byte_reproducible(rendered: dict[str, str]) -> None:
     assert str(ROOT) not in text  # no machine-specific path
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_passes_on_a_fresh_copy(project: Path) -> None:
     done = check(project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("is up to date")
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_names_the_files_a_schema_edit_makes_stale(project: Path) -> None:
     path = project / "schemas/tool-plans/plan.json"
     schema = json.loads(path.read_text())
@@ -94,6 +101,7 @@ def test_check_names_the_files_a_schema_edit_makes_stale(project: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # RENDERS
 def test_check_names_a_hand_edited_missing_or_extra_file(project: Path) -> None:
     edited = project / "generated/goal_plans.py"
     edited.write_text(edited.read_text() + "\n# edited by hand\n")
@@ -105,6 +113,7 @@ def test_check_names_a_hand_edited_missing_or_extra_file(project: Path) -> None:
         assert f"stale: {project / 'generated' / name}" in done.stdout
 
 
+@pytest.mark.slow  # RENDERS
 def test_generate_rewrites_what_is_stale_and_only_that(project: Path) -> None:
     (project / "generated/goal_plans.py").write_text("broken")
     (project / "generated/notes.txt").write_text("left over")
@@ -114,6 +123,7 @@ def test_generate_rewrites_what_is_stale_and_only_that(project: Path) -> None:
     assert generate.check(project / "schemas", project / "generated") == []
 
 
+@pytest.mark.slow  # RENDERS
 def test_a_schema_tree_error_is_one_clear_line(project: Path) -> None:
     path = project / "schemas/tool-plans/plan.json"
     schema = json.loads(path.read_text())
@@ -294,6 +304,7 @@ def test_each_contract_has_a_handle_named_after_it_with_its_type() -> None:
 # A user's own schema folder ------------------------------------------------------
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> None:
     # The documentation's example, as written: the output is a package of the
     # user's own, and imports none of plancontracts' generated models.
@@ -328,6 +339,7 @@ def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> N
     assert imported.stdout.splitlines() == ["Recipe(name='Soup', servings=4)", "True False"]
 
 
+@pytest.mark.process  # a fresh interpreter imports the output
 def test_the_output_does_not_depend_on_the_name_it_is_imported_by(tmp_path: Path) -> None:
     write_user_schemas(tmp_path / "schemas")
     generate.write(tmp_path / "schemas", tmp_path / "one" / "models")

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
+from tiers import examples_at_most
 
 from plancontracts import contract_names, violations
 from plancontracts.runtime.core.profiles import WHITESPACE, Bounds, contract_profile
@@ -69,7 +70,7 @@ def test_every_contract_profile_is_closed_and_bounded(contract: str) -> None:
 def test_what_a_contract_profile_allows_the_contract_accepts(contract: str) -> None:
     profile = contract_profile(contract)
 
-    @settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples_at_most(50), suppress_health_check=[HealthCheck.too_slow])
     @given(valid_documents(profile))
     def check(document: Any) -> None:
         assert Draft202012Validator(profile).is_valid(document)

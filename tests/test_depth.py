@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from commands import cli
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -129,6 +129,7 @@ def test_every_depth_up_to_the_parsers_limit_gets_a_verdict(contract: str, kind:
     assert found[limit + 1] == found[far] == (TOO_DEEP,)
 
 
+@pytest.mark.slow  # each example searches for the parser's limit again: a dozen parses
 @given(st.sampled_from(list(CASES)), st.sampled_from(KINDS), st.integers(1, 1_200))
 def test_any_depth_gets_its_verdict(contract: str, kind: str, depth: int) -> None:
     limit, found = survey(contract, kind, [depth])
@@ -142,8 +143,7 @@ def test_the_command_judges_every_depth_its_parser_accepts(tmp_path: Path) -> No
     def validate(depth: int) -> subprocess.CompletedProcess[str]:
         path = tmp_path / f"deep-{depth}.json"
         path.write_text(in_plan(nested("arrays", depth)))
-        command = [sys.executable, "-m", "plancontracts", "validate", "plan", str(path)]
-        return subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+        return cli("validate", "plan", str(path))
 
     low, high = 500, 1_500
     while low < high:
@@ -164,10 +164,7 @@ def test_the_command_judges_every_depth_its_parser_accepts(tmp_path: Path) -> No
 def test_normalize_writes_back_a_block_as_deep_as_its_parser_accepts(tmp_path: Path) -> None:
     path = tmp_path / "block.json"
     path.write_text(in_block("[" * 980 + '"<b>x</b>"' + "]" * 980))  # under the limit, ~990
-    command = [sys.executable, "-m", "plancontracts", "normalize", "--json", "planning-block"]
-    done = subprocess.run(
-        [*command, str(path)], capture_output=True, text=True, check=False, timeout=300
-    )
+    done = cli("normalize", "--json", "planning-block", str(path))
     assert done.returncode == 1, done.stderr
     assert done.stderr == ""
     # Too deep for this test's own parser: read as text.

@@ -1,4 +1,4 @@
-"""`plancontracts execute`, run as a user runs it: a real process, real skills, exit codes."""
+"""`plancontracts execute` as a user runs it, in the test's process: real skills, exit codes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from commands import cli
 
 from plancontracts import contract_schema, violations
 from plancontracts.generated.tool_plans import (
@@ -29,9 +30,7 @@ FAULTS = Path(__file__).parent / "fault_skills"
 def execute(tmp_path: Path, plan: Any, *options: str) -> subprocess.CompletedProcess[str]:
     where = tmp_path / "plan.json"
     where.write_text(plan if isinstance(plan, str) else json.dumps(plan))
-    command = [sys.executable, "-m", "plancontracts", "execute", str(where)]
-    command += ["--data", str(tmp_path / "data"), *options]
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=600)
+    return cli("execute", str(where), "--data", str(tmp_path / "data"), *options)
 
 
 def test_the_schema_examples_run_with_the_bundled_skills(tmp_path: Path) -> None:
@@ -144,12 +143,7 @@ def test_a_document_that_is_no_plan_exits_2_with_its_violations(
 
 
 def test_a_missing_plan_file_is_named(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "plancontracts", "execute", str(tmp_path / "none.json")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = cli("execute", str(tmp_path / "none.json"))
     assert done.returncode == 2
     assert "none.json: not a usable plan" in done.stderr
     assert "no such file" in done.stderr
@@ -191,6 +185,7 @@ DEPTHS = [3, 100, 499, 500, 501, *range(950, 1001)]
 TOO_DEEP = "invalid_json malformed_line: output line 1: arrays and objects nest too deeply"
 
 
+@pytest.mark.slow  # 112 deep patches, each parsed in a script's process and in the command
 def test_every_depth_of_a_state_patch_gets_a_verdict(tmp_path: Path) -> None:
     tools = [deep_tool(kind, depth) for kind in ("array", "object") for depth in DEPTHS]
     done = execute(tmp_path, deep_plan(tools), "--skills", str(FAULTS), "--concurrency", "2")

@@ -57,6 +57,7 @@ def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.Complet
     )
 
 
+@pytest.mark.process  # extras hidden in a fresh interpreter
 @pytest.mark.parametrize(
     ("hidden", "arguments", "extra"),
     [
@@ -85,6 +86,7 @@ def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
     )
 
 
+@pytest.mark.process  # extras hidden in a fresh interpreter
 def test_the_core_commands_run_without_the_extras(tmp_path: Path) -> None:
     # Hiding one module of each extra is enough: any import of it would fail.
     plan = tmp_path / "plan.json"
@@ -94,6 +96,7 @@ def test_the_core_commands_run_without_the_extras(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_the_core_commands_import_nothing_of_the_extras(tmp_path: Path) -> None:
     # Here every extra is installed, so only the modules loaded tell whether one was imported.
     code = (

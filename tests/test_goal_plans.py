@@ -4,7 +4,7 @@ Each decision the schemas record (in their descriptions) has its own test,
 through the planning system as a simulation meets it. Every number is read
 from the contracts (`x-planning`, bounds). Property tests run random scripts
 of goals, contexts and cycles through one person and check the invariants
-after every event; the command line is run as a user runs it.
+after every event; the command line is run as a user runs it, in this process.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples_at_most
 
 from plancontracts import (
     GOAL_PLAN,
@@ -594,7 +595,7 @@ def events(draw: st.DrawFn) -> list[tuple[str, Any]]:
     return draw(st.lists(kinds, max_size=60))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples_at_most(60), deadline=None)
 @given(events())
 def test_random_scripts_keep_every_invariant(script: list[tuple[str, Any]]) -> None:
     someone, _ = person()
@@ -676,7 +677,7 @@ def records(stdout: str) -> list[dict[str, Any]]:
 
 
 def test_simulate_prints_one_line_per_event_with_the_directive_and_the_plans() -> None:
-    done = plancontracts("goals", "simulate", "-", "--fallback", stdin=ndjson(*TRACE))
+    done = cli("goals", "simulate", "-", "--fallback", stdin=ndjson(*TRACE))
     assert done.returncode == 0, done.stderr
     lines = records(done.stdout)
     assert [line["line"] for line in lines] == list(range(1, len(TRACE) + 1))
@@ -713,7 +714,7 @@ def test_simulate_refuses_bad_lines_in_place_and_goes_on() -> None:
         ["not", "an", "event"],
         {"event": "goal", "description": "Have food", "horizon": "short"},
     )
-    done = plancontracts("goals", "simulate", "-", "--fallback", stdin=script)
+    done = cli("goals", "simulate", "-", "--fallback", stdin=script)
     assert done.returncode == 1
     lines = records(done.stdout)
     assert [line["ok"] for line in lines] == [True, False, False, False, False, False, True]
@@ -731,7 +732,7 @@ def test_simulate_refuses_bad_lines_in_place_and_goes_on() -> None:
 def test_simulate_refuses_a_goal_beyond_the_list_bound() -> None:
     first = {"event": "goal", "horizon": "long", "source_needs": ["hunger"]}
     script = ndjson(*[{**first, "description": f"Goal {n}"} for n in range(MAX_GOALS + 1)])
-    done = plancontracts("goals", "simulate", "-", "--fallback", stdin=script)
+    done = cli("goals", "simulate", "-", "--fallback", stdin=script)
     assert done.returncode == 1
     last = records(done.stdout)[-1]
     assert (last["ok"], last["event"]) == (False, "goal")
@@ -739,9 +740,7 @@ def test_simulate_refuses_a_goal_beyond_the_list_bound() -> None:
 
 
 def test_simulate_with_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
-    done = plancontracts(
-        "goals", "simulate", str(tmp_path / "none.ndjson"), timeout=COMMAND_TIMEOUT
-    )
+    done = cli("goals", "simulate", str(tmp_path / "none.ndjson"))
     assert done.returncode == 2
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1
@@ -750,7 +749,7 @@ def test_simulate_with_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_validate_reports_a_goal_plans_rules() -> None:
     broken = a_plan(statuses=["completed", "active", "active"])
-    done = plancontracts("validate", "goal-plan", "-", stdin=json.dumps(broken))
+    done = cli("validate", "goal-plan", "-", stdin=json.dumps(broken))
     assert done.returncode == 1
     assert "/steps/2/status" in done.stdout + done.stderr
 
@@ -803,13 +802,14 @@ def test_the_numbers_of_the_rules_are_stated_where_the_schema_describes_them() -
     assert f"is already {MAX_REPLANS}" in plan_text
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_simulate_without_scripted_answers_plans_with_the_packaged_model() -> None:
     script = ndjson(
         {"event": "context", "needs": {"hunger": 25}, "world": {"location": "home"}},
         {"event": "goal", "description": "Have enough food for the week", "horizon": "short"},
         {"event": "cycle", "action": "sleep", "satisfaction_delta": 1},
     )
-    done = plancontracts("goals", "simulate", "-", "--no-download", "--seed", "1", stdin=script)
+    done = cli("goals", "simulate", "-", "--no-download", "--seed", "1", stdin=script)
     assert done.returncode == 0, done.stderr
     lines = records(done.stdout)
     assert lines[1]["happened"] == [{"what": "planned", "goal_id": 0, "by": "model"}]

@@ -17,7 +17,7 @@ import llama_cpp
 import msgspec
 import pytest
 import trio
-from commands import COMMAND_TIMEOUT, MODEL_COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -434,14 +434,13 @@ def test_the_model_writes_the_steps(writer: LocalModel, kind: str) -> None:
 
 
 def check_plan_command(arguments: list[str], writer: str) -> GoalPlan:
-    done = plancontracts(
+    done = cli(
         "goals",
         "plan",
         "Have enough food for the week",
         "--needs",
         '{"hunger": 30}',
         *arguments,
-        timeout=MODEL_COMMAND_TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     (printed,) = done.stdout.splitlines()
@@ -454,7 +453,8 @@ def check_plan_command(arguments: list[str], writer: str) -> GoalPlan:
     return plan
 
 
-def test_goals_plan_with_the_model(writer: LocalModel) -> None:
+@pytest.mark.usefixtures("shared_model")
+def test_goals_plan_with_the_model() -> None:
     plan = check_plan_command(["--no-download"], "model")
     assert 2 <= len(plan.steps) <= MAX_STEPS
 
@@ -483,7 +483,7 @@ def test_goals_plan_with_the_fallback() -> None:
 )
 def test_goals_plan_refuses_bad_arguments(goal: str, needs: str | None, named: str) -> None:
     options = ["--needs", needs] if needs is not None else []
-    done = plancontracts("goals", "plan", goal, *options, "--no-download", timeout=COMMAND_TIMEOUT)
+    done = cli("goals", "plan", goal, *options, "--no-download")
     assert done.returncode == 2
     assert done.stdout == ""
     (said,) = done.stderr.splitlines()

@@ -18,6 +18,9 @@ from types import ModuleType
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+# The peak memory of a fresh process is what each test measures.
+pytestmark = pytest.mark.process
 SIZE = 2 * 1024 * 1024
 ALLOCATOR_SLACK = 8 * 1024 * 1024
 

@@ -23,6 +23,9 @@ WHEELHOUSE = ROOT / "build" / "wheelhouse"
 PIP: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
 
+# A wheel built, installed and run by pip and fresh interpreters.
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples_at_most
 
 from plancontracts.runtime.core.plain_text import has_markup, neutralize
 
@@ -401,14 +402,14 @@ texts_with_tag_like_fragments = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples_at_most(300), deadline=None)
 @given(st.text(alphabet=st.characters(exclude_characters="<")))
 def test_text_without_less_than_is_kept_as_is(text: str) -> None:
     assert not has_markup(text)
     assert neutralize(text) == text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples_at_most(300), deadline=None)
 @given(st.one_of(st.text(), texts_with_tag_like_fragments))
 def test_neutralized_text_holds_no_markup_and_is_a_fixed_point(text: str) -> None:
     assert_inert(neutralize(text))
@@ -425,7 +426,7 @@ prose_with_less_than = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples_at_most(300), deadline=None)
 @given(prose_with_less_than)
 def test_a_less_than_that_opens_nothing_keeps_text_as_is(text: str) -> None:
     assert not has_markup(text)

@@ -25,8 +25,10 @@ import trio
 from commands import without_a_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from local_servers import serve
 from packaged_model import model_file
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts import check_plan
@@ -70,7 +72,11 @@ def writer(packaged_model: LocalModel) -> LocalModel:
 
 
 def resolve(env: dict[str, str], *args: str) -> list[str]:
-    """The lines the resolution order says, run in a fresh process with `env`."""
+    """The lines the resolution order says, run in a fresh process with `env`.
+
+    A process: huggingface_hub reads its environment (the cache, the hub's
+    address, offline or not) once, when it is imported.
+    """
     code = (
         "import sys\n"
         "from plancontracts.runtime.model.resolution import candidates\n"
@@ -91,6 +97,7 @@ def resolve(env: dict[str, str], *args: str) -> list[str]:
 # Where the model comes from ------------------------------------------------------------
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_an_explicit_path_comes_first(tmp_path: Path) -> None:
     model = model_file()
     lines = resolve({"HF_HUB_CACHE": str(tmp_path)}, str(model))
@@ -100,6 +107,7 @@ def test_an_explicit_path_comes_first(tmp_path: Path) -> None:
     assert lines[-1].endswith("(package)")
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_the_environment_variable_and_unknown_names(tmp_path: Path) -> None:
     lines = resolve(
         {"HF_HUB_CACHE": str(tmp_path), "PLANCONTRACTS_MODEL": "gemma3-270m"}, "no-such-model"
@@ -111,6 +119,7 @@ def test_the_environment_variable_and_unknown_names(tmp_path: Path) -> None:
     assert lines[2] == f"FOUND {model_file()} (PLANCONTRACTS_MODEL)"
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_a_prepared_hugging_face_cache_is_used_without_network(tmp_path: Path) -> None:
     commit = "c" * 40
     repo = tmp_path / f"models--{DEFAULT_MODEL.repo_id.replace('/', '--')}"
@@ -146,12 +155,13 @@ def hub() -> Iterator[tuple[str, list[str]]]:
             return None
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=serve, args=(server,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}", requests
     server.shutdown()
 
 
+@pytest.mark.process  # resolve(): a fresh interpreter
 def test_a_download_goes_through_the_hub_client(tmp_path: Path, hub: tuple[str, list[str]]) -> None:
     endpoint, requests = hub
     env = {"HF_HUB_CACHE": str(tmp_path), "HF_ENDPOINT": endpoint, "HF_HUB_OFFLINE": "0"}
@@ -452,7 +462,7 @@ def test_past_five_failed_tools_the_rest_are_counted() -> None:
     assert what_failed(record_of(plan, execution_result(plan, failed=[]))) == []
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples_at_most(50), deadline=None)
 @given(message=st.text(max_size=4000), code=st.text(min_size=1, max_size=64))
 def test_a_failure_of_any_text_is_one_bounded_line_of_the_prompt(message: str, code: str) -> None:
     plan = Plan(

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import plancontracts
+from commands import cli
 from fields import present
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
+from tiers import examples_at_most
 
 from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
@@ -318,7 +319,7 @@ def test_prose_that_quotes_speech_or_names_a_field_is_prose(text: str) -> None:
     assert messages(block) == []
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples_at_most(300))
 @given(text=st.from_regex(PLAIN_TEXT, fullmatch=True))
 def test_no_text_the_model_may_write_holds_the_blocks_json(text: str) -> None:
     # Every text of a generated block matches the profile's pattern.
@@ -673,11 +674,11 @@ def test_validate_judges_a_block_in_the_mode_asked_for(tmp_path: Path) -> None:
     block = story_block()
     del block["choices"]["parallel_gate"]
     path.write_text(json.dumps(block))
-    assert plancontracts("validate", "planning-block", str(path)).returncode == 0
-    done = plancontracts("validate", "planning-block", "--mode", "think", str(path))
+    assert cli("validate", "planning-block", str(path)).returncode == 0
+    done = cli("validate", "planning-block", "--mode", "think", str(path))
     assert done.returncode == 1
     assert "in Think mode a block with 2 or more offers one" in done.stdout
-    refused = plancontracts("validate", "plan", "--mode", "think", str(path))
+    refused = cli("validate", "plan", "--mode", "think", str(path))
     assert refused.returncode == 2
     assert "--mode applies to planning-block only, not plan" in refused.stderr
 
@@ -685,9 +686,7 @@ def test_validate_judges_a_block_in_the_mode_asked_for(tmp_path: Path) -> None:
 def test_normalize_prints_the_repaired_block_and_each_repair() -> None:
     block = think_block()
     block["plan_quality"]["margin"] = 999
-    done = plancontracts(
-        "normalize", "planning-block", "-", "--mode", "think", stdin=json.dumps(block)
-    )
+    done = cli("normalize", "planning-block", "-", "--mode", "think", stdin=json.dumps(block))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["plan_quality"]["margin"] == 5
     assert done.stderr == (
@@ -695,7 +694,7 @@ def test_normalize_prints_the_repaired_block_and_each_repair() -> None:
         "  /plan_quality/margin: 999 -> 5 (follows from roll_result 17 and dc 12)\n"
     )
     as_json = json.loads(
-        plancontracts("normalize", "planning-block", "-", "--json", stdin=json.dumps(block)).stdout
+        cli("normalize", "planning-block", "-", "--json", stdin=json.dumps(block)).stdout
     )
     assert as_json["repairs"] == [
         {
@@ -712,22 +711,20 @@ def test_normalize_prints_the_repaired_block_and_each_repair() -> None:
 def test_normalize_prints_nothing_when_the_block_is_still_invalid(tmp_path: Path) -> None:
     block = story_block()
     block["choices"]["bribe_guard"]["risk_level"] = "moderate"
-    done = plancontracts("normalize", "planning-block", "-", stdin=json.dumps(block))
+    done = cli("normalize", "planning-block", "-", stdin=json.dumps(block))
     assert done.returncode == 1
     assert done.stdout == ""
     assert '/choices/bribe_guard/risk_level: "moderate" is not one of' in done.stderr
-    missing = plancontracts("normalize", "planning-block", str(tmp_path / "nothing.json"))
+    missing = cli("normalize", "planning-block", str(tmp_path / "nothing.json"))
     assert (missing.returncode, missing.stdout) == (1, "")
     assert "(document): no such file" in missing.stderr
-    malformed = plancontracts("normalize", "planning-block", "-", stdin='{"choices": {}')
+    malformed = cli("normalize", "planning-block", "-", stdin='{"choices": {}')
     assert malformed.returncode == 1
     assert "Traceback" not in malformed.stderr
     assert "cannot be read" in missing.stderr
-    big = plancontracts(
-        "normalize", "planning-block", "-", "--max-bytes", "10", stdin=json.dumps(block)
-    )
+    big = cli("normalize", "planning-block", "-", "--max-bytes", "10", stdin=json.dumps(block))
     assert big.returncode == 1
     assert "larger than 10 bytes (see --max-bytes)" in big.stderr
-    other = plancontracts("normalize", "plan", "-", stdin="{}")
+    other = cli("normalize", "plan", "-", stdin="{}")
     assert other.returncode == 2
     assert "only planning-block documents can be normalized, not plan" in other.stderr

@@ -2,7 +2,7 @@
 
 The session's functions are pure: these tests give them thoughts made by hand.
 `think --state FILE` keeps a session in a file between invocations: run here
-with the packaged model, as a player would.
+(in this process) with the packaged model, as a player would.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from commands import plancontracts
+from commands import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import examples_at_most
 
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
 from plancontracts.generated.planning_blocks import PlanningSession
@@ -88,7 +89,7 @@ def test_story_mode_needs_its_elapsed_time_and_think_mode_takes_none() -> None:
         after_thought(new_session(), thought(roll=3), "bridge", elapsed=MINUTE)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples_at_most(60), deadline=None)
 @given(
     turns=st.lists(
         st.one_of(
@@ -141,12 +142,13 @@ def test_the_example_session_is_valid_and_a_future_failure_is_not() -> None:
 # think --state, with the packaged model -------------------------------------------------
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_think_keeps_the_session_in_its_state_file(tmp_path: Path) -> None:
     state = tmp_path / "session.json"
     # Scores of 1 (modifier -5) fail this seed's check, whatever DC the model sets.
     think = ("think", "THINK: how to cross the guarded bridge", "--state", str(state))
     low = ("--intelligence", "1", "--wisdom", "1", "--seed", "1", "--no-download")
-    first = plancontracts(*think, "--topic", "bridge crossing", *low)
+    first = cli(*think, "--topic", "bridge crossing", *low)
     assert first.returncode == 0, first.stderr
     session = decode(PLANNING_SESSION, state.read_bytes())
     (frozen,) = session.frozen_plans.values()
@@ -154,7 +156,7 @@ def test_think_keeps_the_session_in_its_state_file(tmp_path: Path) -> None:
     assert (session.time, session.turn, frozen.failed_at) == (1, 0, 0)
     assert f"think: bridge_crossing is frozen for {frozen.freeze_hours} h" in first.stderr
 
-    again = plancontracts(*think, "--topic", "bridge crossing", *low)
+    again = cli(*think, "--topic", "bridge crossing", *low)
     assert again.returncode == 1
     assert again.stdout == ""
     assert "d20" not in again.stderr  # refused before any roll
@@ -168,7 +170,7 @@ def test_think_keeps_the_session_in_its_state_file(tmp_path: Path) -> None:
     # One invocation, one model load: a Story turn as long as the freeze, then the topic again.
     minutes = str(hours * 60)
     story = "The guard dozes"
-    thawed = plancontracts(
+    thawed = cli(
         think[0], story, *think[1:], "--minutes", minutes, "--topic", "bridge crossing",
         *low[:-2], "2", "--no-download",  # seed 2: a shorter block than seed 1 here
     )  # fmt: skip
@@ -193,7 +195,7 @@ def test_a_state_file_that_is_no_session_is_refused_before_the_model_loads(
 ) -> None:
     state = tmp_path / "session.json"
     state.write_text(written)
-    done = plancontracts("think", "THINK: the bridge", "--state", str(state), "--no-download")
+    done = cli("think", "THINK: the bridge", "--state", str(state), "--no-download")
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert said in line
@@ -203,14 +205,14 @@ def test_a_state_file_that_is_no_session_is_refused_before_the_model_loads(
 def test_a_state_file_too_large_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
     state = tmp_path / "session.json"
     state.write_bytes(b" " * (DEFAULT_MAX_BYTES + 1))
-    done = plancontracts("think", "THINK: the bridge", "--state", str(state), "--no-download")
+    done = cli("think", "THINK: the bridge", "--state", str(state), "--no-download")
     assert done.returncode == 2
     # think has no --max-bytes to point to: the bound is said as it is.
     assert done.stderr.endswith(f"{state}: larger than {DEFAULT_MAX_BYTES} bytes\n")
 
 
 def test_topic_and_lift_need_a_state_file() -> None:
-    done = plancontracts("think", "THINK: the bridge", "--lift", "gm_override")
+    done = cli("think", "THINK: the bridge", "--lift", "gm_override")
     assert done.returncode == 2
     assert "give --state FILE" in done.stderr
     assert "model:" not in done.stderr

@@ -59,6 +59,24 @@ def _examples() -> list[tuple[Path, int, str, str, str | None]]:
 
 EXAMPLES = _examples()
 
+# A command that writes with the packaged model, unless it is told to ask a server
+# or to fall back; a Python example names the model.
+MODEL_COMMAND = re.compile(
+    r"plancontracts (?:plan|play|think|goals plan|session drive|story build)\b"
+    r"(?![^\n]*--(?:server|fallback))"
+)
+
+
+def marks(kind: str, body: str) -> list[pytest.MarkDecorator]:
+    """An example's marks: `process` for a shell's, `model` for one that writes with the model.
+
+    A shell example runs the console script as a reader does, in processes.
+    """
+    found = [pytest.mark.process] if kind == "sh" else []
+    if MODEL_COMMAND.search(body) if kind == "sh" else "gemma3-270m" in body:
+        found.append(pytest.mark.model)
+    return found
+
 
 def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second() -> None:
     text = TEXTS[README]
@@ -90,8 +108,11 @@ def stub_server() -> Iterator[str]:
 
 @pytest.mark.parametrize(
     ("page", "line", "kind", "body", "shown"),
-    EXAMPLES,
-    ids=[f"{page.name}:{line}" for page, line, *_ in EXAMPLES],
+    [
+        pytest.param(*example, marks=marks(example[2], example[3]), id=f"{page.name}:{line}")
+        for example in EXAMPLES
+        for page, line in [example[:2]]
+    ],
 )
 def test_examples_run(
     page: Path,
@@ -107,6 +128,8 @@ def test_examples_run(
     if page.name == "model-server.md":  # its examples ask a server: a stub answering plans
         monkeypatch.setenv("PLANCONTRACTS_SERVER", request.getfixturevalue("stub_server"))
     if kind == "python":
+        if request.node.get_closest_marker("model"):  # the session's model, not a second one
+            request.getfixturevalue("shared_model")
         monkeypatch.chdir(folder)
         exec(compile(body, f"{page.name}:{line}", "exec"), {})
         return

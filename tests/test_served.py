@@ -22,12 +22,13 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from local_servers import A_PLAN, Reply, conforming, model_server, sent_schema, silent_server
 from schema_strategies import mutated, valid_documents
+from tiers import examples_at_most
 
 from plancontracts import decode
 from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
@@ -313,7 +314,7 @@ def test_a_server_that_does_not_answer_or_serve_the_model_is_said_in_one_line() 
 
 @pytest.fixture
 def environment() -> Iterator[dict[str, str]]:
-    """os.environ for the commands these tests start, restored after."""
+    """os.environ for the commands these tests run, restored after."""
     saved = dict(os.environ)
     yield os.environ  # type: ignore[misc]
     os.environ.clear()
@@ -323,7 +324,7 @@ def environment() -> Iterator[dict[str, str]]:
 def test_plan_with_a_server_prints_the_servers_plan(environment: dict[str, str]) -> None:
     environment["PLANCONTRACTS_API_KEY"] = "sk-secret-key"
     with model_server(always(Reply(content=ROLL))) as server:
-        done = plancontracts("plan", "--server", server.url, "--no-download", "I roll a die")
+        done = cli("plan", "--server", server.url, "--no-download", "I roll a die")
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["narrative"] == "You roll the die."
@@ -337,7 +338,7 @@ def test_the_environment_names_the_server_and_an_explicit_model_comes_first(
 ) -> None:
     with model_server(always(Reply(content=ROLL))) as server:
         environment["PLANCONTRACTS_SERVER"] = server.url
-        served = plancontracts("plan", "I roll a die")
+        served = cli("plan", "I roll a die")
         missing = str(tmp_path / "missing.gguf")
         local = without_a_model("plan", "--model", missing, "I roll a die", hub_cache=tmp_path)
     assert "(PLANCONTRACTS_SERVER)" in served.stderr
@@ -350,7 +351,7 @@ def test_the_environment_names_the_server_and_an_explicit_model_comes_first(
 def test_plan_with_a_server_that_does_not_answer_fails_in_one_line() -> None:
     with silent_server() as (address, _):
         server = ("--server", f"http://{address}", "--server-timeout", "0.5")
-        done = plancontracts("plan", *server, "I roll a die")
+        done = cli("plan", *server, "I roll a die")
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
@@ -366,7 +367,7 @@ def test_a_batch_of_plans_runs_at_once_and_prints_in_input_order() -> None:
 
     inputs = "".join(f"I roll, input {number}\n" for number in range(6))
     with model_server(answer) as server:
-        done = plancontracts("plan", "--server", server.url, "--in-flight", "3", "-", stdin=inputs)
+        done = cli("plan", "--server", server.url, "--in-flight", "3", "-", stdin=inputs)
     assert done.returncode == 0, done.stderr
     narratives = [json.loads(line)["narrative"] for line in done.stdout.splitlines()]
     assert narratives == [f"You roll input {number}." for number in range(6)]
@@ -378,9 +379,10 @@ def test_a_batch_of_plans_runs_at_once_and_prints_in_input_order() -> None:
 # schema each request sends, so what the command makes of it is the server's.
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_think_writes_its_check_and_block_with_the_server() -> None:
     with model_server(conforming) as server:
-        done = plancontracts("think", "--server", server.url, "THINK: the guard blocks the bridge")
+        done = cli("think", "--server", server.url, "THINK: the guard blocks the bridge")
     assert done.returncode == 0, done.stderr
     assert decode("planning-block", done.stdout.encode())
     kinds = [sent_schema(body)["required"] for body in server.requests]
@@ -388,19 +390,19 @@ def test_think_writes_its_check_and_block_with_the_server() -> None:
     assert "dc" in kinds[0]
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_session_drive_makes_its_calls_with_the_server() -> None:
     with model_server(conforming) as server:
-        done = plancontracts(
-            "session", "drive", "--server", server.url, "--max-calls", "2", "tidy the camp"
-        )
+        done = cli("session", "drive", "--server", server.url, "--max-calls", "2", "tidy the camp")
     assert done.returncode == 0, done.stderr
     assert len(server.requests) == 2
     assert json.loads(done.stdout.splitlines()[-1])["plan"]["objective"] == "tidy the camp"
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_story_build_makes_its_calls_with_the_server(tmp_path: Path) -> None:
     with model_server(conforming) as server:
-        done = plancontracts(
+        done = cli(
             "story",
             "build",
             "--server",
@@ -414,9 +416,10 @@ def test_story_build_makes_its_calls_with_the_server(tmp_path: Path) -> None:
     assert '"meta"' in done.stdout.splitlines()[-1]  # the package, finalized
 
 
+@pytest.mark.slow  # the stub finds the simplest document of each schema: seconds each
 def test_goals_plan_writes_its_steps_with_the_server() -> None:
     with model_server(conforming) as server:
-        done = plancontracts("goals", "plan", "--server", server.url, "cook a hot dinner")
+        done = cli("goals", "plan", "--server", server.url, "cook a hot dinner")
     assert done.returncode == 0, done.stderr
     assert decode("goal-plan", done.stdout.encode())
     assert len(server.requests) == 1
@@ -426,8 +429,8 @@ def test_goals_plan_writes_its_steps_with_the_server() -> None:
 def test_play_and_plan_execute_run_the_servers_plans(tmp_path: Path) -> None:
     data = ("--data", str(tmp_path))
     with model_server(always(Reply(content=ROLL))) as server:
-        played = plancontracts("play", "--server", server.url, *data, stdin="I roll a die\n\n")
-        executed = plancontracts("plan", "--execute", "--server", server.url, *data, "I roll")
+        played = cli("play", "--server", server.url, *data, stdin="I roll a die\n\n")
+        executed = cli("plan", "--execute", "--server", server.url, *data, "I roll")
     for done in (played, executed):
         assert done.returncode == 0, done.stderr
         assert "You roll the die." in done.stdout
@@ -438,11 +441,11 @@ def test_play_and_plan_execute_run_the_servers_plans(tmp_path: Path) -> None:
 def test_an_address_that_is_none_is_a_usage_error_and_one_from_the_environment_one_line(
     environment: dict[str, str],
 ) -> None:
-    done = plancontracts("plan", "--server", "localhost:8080", "I roll a die")
+    done = cli("plan", "--server", "localhost:8080", "I roll a die")
     assert done.returncode == 2
     assert "argument --server: not an http or https server address: 'localhost:8080'" in done.stderr
     environment["PLANCONTRACTS_SERVER"] = "ftp://models"
-    done = plancontracts("plan", "I roll a die")
+    done = cli("plan", "I roll a die")
     assert done.returncode == 1
     assert done.stderr == (
         "plancontracts: error: not an http or https server address: 'ftp://models' "
@@ -450,6 +453,7 @@ def test_an_address_that_is_none_is_a_usage_error_and_one_from_the_environment_o
     )
 
 
+@pytest.mark.process  # a broken pipe, a full disk
 @pytest.mark.parametrize("output", ["| head -n 1 >/dev/null", ">/dev/full"])
 def test_plans_at_once_end_as_the_others_do_when_their_output_fails(output: str) -> None:
     inputs = "".join(f"I roll, input {number}\n" for number in range(40))
@@ -504,7 +508,9 @@ def test_a_tuples_false_items_is_sent_as_its_length() -> None:
 PLAN_PROFILE = plan_profile(bundled_skills()).schema
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples_at_most(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.data())
 def test_the_plan_profile_as_sent_accepts_exactly_what_the_profile_accepts(
     data: st.DataObject,
@@ -517,6 +523,7 @@ def test_the_plan_profile_as_sent_accepts_exactly_what_the_profile_accepts(
     assert sent.is_valid(changed) == profile.is_valid(changed)
 
 
+@pytest.mark.process  # what a fresh interpreter imports
 def test_the_command_line_offers_the_server_options_without_importing_the_client() -> None:
     # Every command, `validate` too, builds the parser with the server's options:
     # importing the client (httpx, trio, ssl) for that would slow every start.

@@ -21,13 +21,17 @@ from typing import Any
 
 import pytest
 import trio
-from commands import plancontracts
+from commands import cli
 from packaged_model import model_file
 
 from plancontracts import decode
 from plancontracts.runtime.core.errors import ServerFailed
 from plancontracts.runtime.model import ServerSettings
 from plancontracts.runtime.model.served import ServedModel
+
+# A server process that loads the packaged model: a model test and a process test,
+# though neither takes the `packaged_model` fixture.
+pytestmark = [pytest.mark.model, pytest.mark.process]
 
 STARTUP_SECONDS = 300  # a loaded 2-core machine; no test asserts speed
 
@@ -110,7 +114,7 @@ def test_the_openai_json_schema_form_is_refused_by_this_server_and_said_so(
 
 def test_plan_against_the_server_prints_a_valid_plan_whoever_wrote_it(server_url: str) -> None:
     options = ("--server", server_url, "--response-format", "json_object", "--seed", "3")
-    done = plancontracts("plan", *options, "I light the torch")
+    done = cli("plan", *options, "I light the torch")
     assert done.returncode == 0, done.stderr
     assert decode("plan", done.stdout.encode())
     plan = json.loads(done.stdout)

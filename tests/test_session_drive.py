@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -208,8 +208,9 @@ def test_a_prompt_the_context_cannot_hold_stops_the_drive_with_its_calls_kept() 
     assert drive.calls == []
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_the_drive_command_prints_each_call_then_the_plan() -> None:
-    done = plancontracts("session", "drive", OBJECTIVE, "--max-calls", "2", "--seed", "4")
+    done = cli("session", "drive", OBJECTIVE, "--max-calls", "2", "--seed", "4")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     calls, last = lines[:-1], lines[-1]
@@ -236,7 +237,7 @@ def test_the_drive_command_prints_each_call_then_the_plan() -> None:
     ],
 )
 def test_the_drive_command_refuses_a_bad_command_line(arguments: list[str], message: str) -> None:
-    done = plancontracts("session", "drive", *arguments)
+    done = cli("session", "drive", *arguments)
     assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
     assert "model:" not in done.stderr  # refused before any model is looked for

@@ -5,7 +5,7 @@ through the session as a model meets it: the message it reads, the field the
 error points at, and a refused call that leaves the session as it was. Every
 limit is read from the schemas. Property tests then run random call
 sequences of all six tools, valid or not, and check the invariants after
-every call; the command line is run as a user runs it.
+every call; the command line is run as a user runs it, in this process.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from hypothesis import given
 from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
@@ -776,9 +776,7 @@ def test_validate_session_plan_reports_the_rules(
 ) -> None:
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(document))
-    done = plancontracts(
-        "validate", "--json", SESSION_PLAN.name, str(path), timeout=COMMAND_TIMEOUT
-    )
+    done = cli("validate", "--json", SESSION_PLAN.name, str(path))
     assert done.returncode == 1, done.stderr
     record = json.loads(done.stdout)
     assert record["valid"] is False
@@ -802,9 +800,9 @@ def test_validate_session_update_step_refuses_an_update_of_nothing(
     assert [(v.pointer, v.message) for v in violations(SESSION_UPDATE_STEP, document)] == [
         ("", message)
     ]
-    done = plancontracts(
+    done = cli(
         "validate", "--json", SESSION_UPDATE_STEP.name, "-",
-        stdin=json.dumps(document), timeout=COMMAND_TIMEOUT,
+        stdin=json.dumps(document),
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["errors"] == [{"pointer": "", "message": message}]
@@ -986,11 +984,11 @@ def run_calls(
     """`session run` on these lines (from a file, or from stdin): its status and its records."""
     text = "".join(line + "\n" for line in lines)
     if stdin:
-        done = plancontracts("session", "run", "-", stdin=text, timeout=COMMAND_TIMEOUT)
+        done = cli("session", "run", "-", stdin=text)
     else:
         path = tmp_path / "calls.ndjson"
         path.write_text(text)
-        done = plancontracts("session", "run", str(path), timeout=COMMAND_TIMEOUT)
+        done = cli("session", "run", str(path))
     assert done.stderr == ""
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -1100,7 +1098,7 @@ def test_session_run_refuses_lines_that_are_no_call(tmp_path: Path) -> None:
 
 def test_session_run_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     missing = tmp_path / "missing.ndjson"
-    done = plancontracts("session", "run", str(missing), timeout=COMMAND_TIMEOUT)
+    done = cli("session", "run", str(missing))
     assert done.returncode == 2
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from jsonschema import Draft202012Validator
 from syrupy.assertion import SnapshotAssertion
 from token_counts import with_token_count
@@ -213,21 +213,19 @@ def test_section_prints_the_section_of_the_strategy_asked_for() -> None:
 
 
 def test_plancontracts_session_section() -> None:
-    done = plancontracts(
-        "session", "section", "--strategy", "plan-act-reflect", timeout=COMMAND_TIMEOUT
-    )
+    done = cli("session", "section", "--strategy", "plan-act-reflect")
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == planning_section(PlanningStrategy.PLAN_ACT_REFLECT)
 
 
 def test_plancontracts_session_section_refuses_an_unknown_strategy() -> None:
-    done = plancontracts("session", "section", "--strategy", "nope", timeout=COMMAND_TIMEOUT)
+    done = cli("session", "section", "--strategy", "nope")
     assert done.returncode == 2
     assert done.stdout == ""
     assert "argument --strategy: invalid choice: 'nope'" in done.stderr
 
 
 def test_plancontracts_session_tools() -> None:
-    done = plancontracts("session", "tools", timeout=COMMAND_TIMEOUT)
+    done = cli("session", "tools")
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(done.stdout) == tool_definitions()

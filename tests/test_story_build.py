@@ -18,12 +18,13 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts import STORY_PACKAGE, decode
@@ -94,7 +95,12 @@ def _simplest(schema: str) -> Any:
     return find(valid_documents(json.loads(schema)), lambda _: True, settings=_FIND)
 
 
-_FIND = settings(database=None, max_examples=10)
+# SIMPLEST_COST: the simplest documents of the pipeline's profiles take some ten
+# seconds to find, which the first test that builds from them pays: every such test
+# is marked slow, so that the fast tier pays it in none.
+
+
+_FIND = settings(database=None, max_examples=examples_at_most(10))
 
 
 def built(writer: Any, **options: Any) -> Build:
@@ -105,7 +111,8 @@ def built(writer: Any, **options: Any) -> Build:
 
 
 # A pipeline takes about half a second to draw: a hundred of them at most, whatever the profile.
-@settings(max_examples=min(settings().max_examples, 100))
+@pytest.mark.slow  # even the fast tier's thirty pipelines take seconds
+@settings(max_examples=examples_at_most(100))
 @given(data=st.data(), acts=st.integers(1, 2), locations=st.integers(2, 3))
 def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accepts(
     data: st.DataObject, acts: int, locations: int
@@ -125,7 +132,8 @@ def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accep
             assert len(location.encounters) == ENCOUNTERS
 
 
-@settings(max_examples=20)
+@pytest.mark.slow  # twenty whole pipelines, even in the fast tier
+@settings(max_examples=examples_at_most(20))
 @given(data=st.data())
 def test_every_call_of_the_pipeline_passes_its_tools_contract(data: st.DataObject) -> None:
     build = built(drawn(data), acts=1, locations=2)
@@ -134,6 +142,7 @@ def test_every_call_of_the_pipeline_passes_its_tools_contract(data: st.DataObjec
         convert(TOOLS.named(call.tool).parameters, call.arguments)  # raises if not
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_the_code_fills_the_ids_and_the_premise() -> None:
     build = built(Drawing(simplest), acts=1, locations=3)
     arguments = {call.tool: call.arguments for call in build.calls}
@@ -174,6 +183,7 @@ def test_a_build_refuses_sizes_out_of_range(options: dict[str, Any], message: st
 # Refusals, repairs and running out of calls ----------------------------------------------
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> None:
     writer = Drawing(simplest)
     asked: list[AssetRequest] = []
@@ -198,6 +208,7 @@ def test_a_refused_call_is_written_again_with_its_refusal_in_the_prompt() -> Non
     assert build.package is not None
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_refused_package_goes_back_to_the_model_until_the_calls_run_out(tmp_path: Path) -> None:
     writer = Drawing(simplest)
     # The package cannot be saved in a folder that is not there: finalizePackage is refused.
@@ -218,12 +229,14 @@ def test_a_refused_package_goes_back_to_the_model_until_the_calls_run_out(tmp_pa
     assert session.draft.status == "drafting"  # every successful call kept, nothing finalized
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_calls_that_run_out_before_the_end_leave_no_package() -> None:
     build = built(Drawing(simplest), max_calls=3)
     assert [call.tool for call in build.calls] == PIPELINE[:3]
     assert build.package is None
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_build_starts_a_draft() -> None:
     started = built(Drawing(simplest), max_calls=1).session
     with pytest.raises(ValueError, match="has a premise already"):
@@ -263,10 +276,12 @@ def prompts_of_a_build() -> dict[str, str]:
 KINDS = [*dict.fromkeys(PIPELINE[:-1]), "refused", "repair"]
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 def test_a_build_renders_a_prompt_per_tool_and_for_refusals_and_repairs() -> None:
     assert list(prompts_of_a_build()) == KINDS
 
 
+@pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_build_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
     assert with_token_count(prompts_of_a_build()[kind]) == markdown_snapshot
@@ -295,17 +310,16 @@ def test_the_model_builds_a_package_that_finalize_and_validate_accept(
         convert(TOOLS.named(call.tool).parameters, call.arguments)
     decode(STORY_PACKAGE, msgspec.json.encode(build.package))  # the schema and the rules
     saved = tmp_path / f"{build.package.id}.json"
-    done = plancontracts("validate", "story-package", str(saved))
+    done = cli("validate", "story-package", str(saved))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "stories.db"
-    done = plancontracts(
-        "story", "build", PREMISE, "--max-calls", "1", "--seed", "1", "--db", str(database)
-    )
+    done = cli("story", "build", PREMISE, "--max-calls", "1", "--seed", "1", "--db", str(database))
     assert done.returncode == 1, done.stderr
     [line] = done.stdout.splitlines()
     call = json.loads(line)
@@ -330,7 +344,7 @@ def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     ],
 )
 def test_the_build_command_refuses_a_bad_command_line(arguments: list[str], message: str) -> None:
-    done = plancontracts("story", "build", *arguments)
+    done = cli("story", "build", *arguments)
     assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
     assert "model:" not in done.stderr  # refused before any model is looked for

@@ -5,8 +5,8 @@ test, through the session as a model meets it: the message it reads, the
 field the error points at, and a refused call that leaves the draft as it
 was. Tool names are read from the schemas. Property tests run random call
 sequences and check that refused calls change nothing and that drafts and
-packages come back identical from SQLite and JSON; the command line is run
-as a user runs it.
+packages come back identical from SQLite and JSON; the command line runs
+in this process, as a user runs it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from hypothesis import given
 from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
@@ -960,7 +960,7 @@ def call(tool: str, arguments: Any) -> str:
 def run(tmp_path: Path, lines: list[str], *options: str) -> tuple[int, list[dict[str, Any]], str]:
     path = tmp_path / "calls.ndjson"
     path.write_text("".join(line + "\n" for line in lines))
-    done = plancontracts("story", "run", str(path), *options, timeout=COMMAND_TIMEOUT)
+    done = cli("story", "run", str(path), *options)
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines()], done.stderr
 
 

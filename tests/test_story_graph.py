@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from syrupy.assertion import SnapshotAssertion
 
 from plancontracts import STORY_PACKAGE, decode, violations
@@ -414,7 +414,7 @@ def test_the_synthetic_upstream_package_drawn_in_place(upstream: Path) -> None:
     if not path.is_file():
         pytest.skip(f"{path} not found")
     document = json.loads(path.read_text(encoding="utf-8"))
-    done = plancontracts("story", "graph", str(path), timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", str(path))
     assert (done.returncode, done.stderr) == (0, "")
     nodes, edges = mermaid_parts(done.stdout)
     assert [label for kind, label in nodes.values() if kind == "node"] == titles(document)
@@ -434,16 +434,15 @@ def test_the_synthetic_upstream_package_drawn_in_place(upstream: Path) -> None:
 def test_the_command_prints_the_drawing_of_a_file_or_stdin(tmp_path: Path) -> None:
     path = tmp_path / "package.json"
     path.write_text(json.dumps(package()), encoding="utf-8")
-    done = plancontracts("story", "graph", str(path), timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", str(path))
     assert (done.returncode, done.stdout, done.stderr) == (0, mermaid(typed(package())), "")
-    done = plancontracts(
+    done = cli(
         "story",
         "graph",
         "-",
         "--format",
         "dot",
         stdin=json.dumps(package()),
-        timeout=COMMAND_TIMEOUT,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, dot(typed(package())), "")
 
@@ -453,7 +452,7 @@ def test_a_package_that_breaks_only_the_rules_is_drawn_with_a_warning(tmp_path: 
     document["plot"]["acts"][0]["sandboxLocations"][0]["connections"] = ["loc_harbor"]
     path = tmp_path / "package.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    done = plancontracts("story", "graph", str(path), timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", str(path))
     assert (done.returncode, done.stdout) == (0, mermaid(typed(document)))
     assert done.stderr == (
         f"plancontracts: warning: {path} breaks the story package's rules beyond its schema "
@@ -477,27 +476,23 @@ def test_a_package_that_breaks_only_the_rules_is_drawn_with_a_warning(tmp_path: 
 def test_a_package_that_is_not_json_or_breaks_its_schema_is_refused_in_one_line(
     text: str, message: str
 ) -> None:
-    done = plancontracts(
-        "story", "graph", "-", "--max-bytes", "100000", stdin=text, timeout=COMMAND_TIMEOUT
-    )
+    done = cli("story", "graph", "-", "--max-bytes", "100000", stdin=text)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith(f"plancontracts: error: {message}")
     assert done.stderr.count("\n") == 1
 
 
 def test_a_missing_file_and_a_bad_command_line(tmp_path: Path) -> None:
-    done = plancontracts("story", "graph", str(tmp_path / "none.json"), timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", str(tmp_path / "none.json"))
     assert (done.returncode, done.stderr) == (
         1,
         f"plancontracts: error: {tmp_path}/none.json: no such file\n",
     )
-    done = plancontracts("story", "graph", "-", "--format", "png", timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", "-", "--format", "png")
     assert done.returncode == 2
     assert "invalid choice: 'png'" in done.stderr
     out = tmp_path / "out.svg"
-    done = plancontracts(
-        "story", "graph", "-", "--format", "mermaid", "--svg", str(out), timeout=COMMAND_TIMEOUT
-    )
+    done = cli("story", "graph", "-", "--format", "mermaid", "--svg", str(out))
     assert (done.returncode, done.stderr) == (
         2,
         "plancontracts: error: --svg renders the dot drawing: --format mermaid does not apply\n",
@@ -508,8 +503,7 @@ def test_a_missing_file_and_a_bad_command_line(tmp_path: Path) -> None:
 def test_svg_without_graphviz_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # a folder without `dot`
     out = tmp_path / "out.svg"
-    done = plancontracts("story", "graph", "-", "--svg", str(out), stdin=json.dumps(package()),
-                         timeout=COMMAND_TIMEOUT)  # fmt: skip
+    done = cli("story", "graph", "-", "--svg", str(out), stdin=json.dumps(package()))  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "plancontracts: error: --svg needs Graphviz's dot program (https://graphviz.org), "
@@ -524,7 +518,7 @@ def test_svg_is_rendered_with_graphviz(tmp_path: Path) -> None:
     document["plot"]["acts"][0]["title"] = HOSTILE[6]
     path, out = tmp_path / "package.json", tmp_path / "out.svg"
     path.write_text(json.dumps(document), encoding="utf-8")
-    done = plancontracts("story", "graph", str(path), "--svg", str(out), timeout=COMMAND_TIMEOUT)
+    done = cli("story", "graph", str(path), "--svg", str(out))
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     svg = out.read_text(encoding="utf-8")
     assert svg.lstrip().startswith("<?xml")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import COMMAND_TIMEOUT, plancontracts
+from commands import cli
 from hypothesis import given
 from hypothesis import strategies as st
 from schema_strategies import locations, mutated
@@ -469,9 +469,7 @@ def test_the_schema_example_is_valid() -> None:
 def test_validate_story_package_reports_the_rules(tmp_path: Path) -> None:
     path = tmp_path / "package.json"
     path.write_text(json.dumps(broken(lambda d: places(d)[1].update(mood="storm-theme"))))
-    done = plancontracts(
-        "validate", "--json", STORY_PACKAGE.name, str(path), timeout=COMMAND_TIMEOUT
-    )
+    done = cli("validate", "--json", STORY_PACKAGE.name, str(path))
     assert done.returncode == 1, done.stderr
     record = json.loads(done.stdout)
     assert [(error["pointer"], error["message"]) for error in record["errors"]] == [

@@ -16,13 +16,14 @@ from typing import Any
 import msgspec
 import pytest
 import trio
-from commands import plancontracts, without_a_model
+from commands import cli, without_a_model
 from fields import present
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from syrupy.assertion import SnapshotAssertion
+from tiers import examples_at_most
 from token_counts import with_token_count
 
 from plancontracts import contract_schema, violations
@@ -85,14 +86,13 @@ def test_the_profile_is_closed_bounded_and_free_of_markup(mode: Mode) -> None:
         assert f'"{field}"' not in written
 
 
+@pytest.mark.slow  # each example is a whole block drawn from the profile: a quarter second
 @pytest.mark.parametrize("mode", MODES)
 def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mode: Mode) -> None:
     profile = block_profile(mode, abilities={"Intelligence": 1, "Wisdom": 30})
     drawn = [0]
 
-    @settings(
-        max_examples=min(settings().max_examples, 300), suppress_health_check=[HealthCheck.too_slow]
-    )
+    @settings(max_examples=examples_at_most(300), suppress_health_check=[HealthCheck.too_slow])
     @given(st.data())
     def check(data: st.DataObject) -> None:
         document = data.draw(valid_documents(profile.schema), label="document")
@@ -110,7 +110,7 @@ def test_every_document_the_profile_allows_is_a_valid_block_needing_no_repair(mo
         drawn[0] += 1
 
     check()
-    assert drawn[0] >= min(settings().max_examples, 300)
+    assert drawn[0] >= examples_at_most(300)
 
 
 def written(text: str) -> dict[str, Any]:
@@ -246,10 +246,9 @@ def test_in_think_mode_code_rolls_the_check_and_fills_plan_quality(thinker: Thin
     assert quality.quality_tier == check_outcome(quality.roll_result, quality.dc).quality_tier
 
 
+@pytest.mark.usefixtures("shared_model")
 def test_the_think_command_prints_blocks_valid_in_their_mode(tmp_path: Path) -> None:
-    done = plancontracts(
-        "think", "--seed", "2", "--no-download", "--mode", "think", "Wolves circle the camp"
-    )
+    done = cli("think", "--seed", "2", "--no-download", "--mode", "think", "Wolves circle the camp")
     assert done.returncode == 0, done.stderr
     assert (
         "think: Intelligence check: d20 " in done.stderr
@@ -266,7 +265,7 @@ def test_a_situation_too_long_for_the_context_is_a_generation_failure(thinker: T
 
 def test_an_empty_situation_is_refused_before_any_model_loads() -> None:
     for situation in ("THINK:", "   "):
-        done = plancontracts("think", situation)
+        done = cli("think", situation)
         assert done.returncode == 2
         assert "an empty situation" in done.stderr
         assert "model:" not in done.stderr

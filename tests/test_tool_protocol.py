@@ -442,6 +442,7 @@ def assert_stopped_cleanly(
     assert b"Traceback" not in err
 
 
+@pytest.mark.process  # a signal to the command
 @pytest.mark.parametrize("signum", list(STOPS))
 def test_a_stop_signal_to_execute_leaves_no_process(tmp_path: Path, signum: signal.Signals) -> None:
     plan = tmp_path / "plan.json"
@@ -474,6 +475,7 @@ def hanging_torch(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.process  # a signal to the command
 @pytest.mark.parametrize(
     ("signum", "turn"),
     [(signum, "plan --execute") for signum in STOPS] + [(signal.SIGTERM, "play")],
@@ -514,6 +516,9 @@ _WITH_CTRL_C = (
 )
 
 
+# A signal to the command while it plans with the packaged model, which it loads itself.
+@pytest.mark.model
+@pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_while_the_model_writes_ends_the_command_cleanly(
     signum: signal.Signals,

@@ -105,6 +105,7 @@ def misuse(data: bytes) -> None:
 REFUSED = {(6, "assignment"), (7, "attr-defined")}
 
 
+@pytest.mark.process  # mypy, as a user runs it on their code
 def test_mypy_strict_accepts_this_file_and_refuses_misuse(tmp_path: Path) -> None:
     # mypy reads the package as installed, through the view `dev.py test` checks it in.
     spec = importlib.util.spec_from_file_location("dev", ROOT / "dev.py")
