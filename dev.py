@@ -188,8 +188,11 @@ def test(*, fast: bool) -> int:
         step("plancontracts generate --check")
         run(BIN / "plancontracts", "generate", "--check")
     tier = ["--fast"] if fast else []
-    step(" ".join(["pytest", *tier]))
-    status = run(PYTHON, "-m", "pytest", "-p", "no:cacheprovider", *tier, check=False)
+    # One worker per core (pytest-xdist), each test sent to whichever is free:
+    # the model and the 1,000-example properties keep both cores busy.
+    workers = ["--numprocesses", "auto", "--dist", "worksteal"]
+    step(" ".join(["pytest", *tier, *workers]))
+    status = run(PYTHON, "-m", "pytest", "-p", "no:cacheprovider", *tier, *workers, check=False)
     if status == PYTEST_NO_TESTS:
         print("pytest collected no tests, so the suite proved nothing: failing", file=sys.stderr)
         return 1

@@ -89,7 +89,10 @@ def packaged_model() -> LocalModel:
 
     Taking it marks the test `model`: the fast tier leaves it out.
     """
-    return LocalModel.load(model_file())
+    # Under pytest-xdist each worker loads its own: the cores are shared between
+    # them, or llama.cpp's threads would wait on each other.
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return LocalModel.load(model_file(), threads=max(1, (os.cpu_count() or 1) // workers))
 
 
 @pytest.fixture
