@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from commands import cli
 from fields import present
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from schema_strategies import JSON_VALUES
 from tiers import examples_at_most
@@ -498,6 +498,8 @@ def test_normalize_changes_nothing_it_may_not_repair() -> None:
 
 
 @given(JSON_VALUES)
+# A control character hid markup: removing it made `<?`, which one pass left behind.
+@example({"": "<\x1f?"})
 def test_normalize_takes_any_json_value_and_repairs_nothing_that_needs_no_repair(
     value: Any,
 ) -> None:

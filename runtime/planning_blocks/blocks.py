@@ -103,23 +103,41 @@ def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
 def _plain_texts(block: dict[str, Any], repairs: list[Repair]) -> None:
     """Remove markup and control characters from every free text, recording each change."""
     for path, text in list(free_texts(PLANNING_BLOCK, block)):
-        plain = without_controls(neutralize(text))
+        plain, removed = _plain(text)
         if plain == text:
             continue
         container: Any = block
         for token in path[:-1]:
             container = container[token]
         container[path[-1]] = plain
-        removed = [
-            name
-            for name, found in (
-                ("markup", has_markup(text)),
-                ("control characters", control_characters(text)),
-            )
-            if found
-        ]
         reason = f"{' and '.join(removed)} removed: text is plain text"
         repairs.append(Repair(pointer(path), text, plain, reason))
+
+
+_ROUNDS = 8
+"Removing markup and controls again and again: each round ends one layer of hiding."
+
+
+def _plain(text: str) -> tuple[str, list[str]]:
+    """`text` without markup or control characters, and which of the two it held.
+
+    Removing one can make the other: a control character between `<` and
+    `?` hides markup, and markup's character references can spell a control
+    character. So both are removed until neither is left, and the result
+    needs no repair when normalized again.
+    """
+    markup = controls = False
+    for _ in range(_ROUNDS):
+        markup = markup or has_markup(text)
+        controls = controls or bool(control_characters(text))
+        plain = without_controls(neutralize(text))
+        if plain == text:
+            break
+        text = plain
+    names = [
+        name for name, found in (("markup", markup), ("control characters", controls)) if found
+    ]
+    return text, names
 
 
 def _recompute_check(quality: Any, repairs: list[Repair]) -> None:
