@@ -13,7 +13,9 @@ schemas it needs minutes per thousand documents; this needs seconds.
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -37,8 +39,19 @@ JSON_VALUES = st.recursive(
 
 
 def valid_documents(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Documents valid against `schema`, a bundled schema with local `$defs` only."""
-    return _Builder(schema.get("$defs", {})).build(schema)
+    """Documents valid against `schema`, a bundled schema with local `$defs` only.
+
+    The strategy of a schema is built once and kept: hypothesis checks a new
+    strategy's whole tree before its first draw, which cost more than the
+    drawing itself where a test asked again for each example.
+    """
+    return _strategy(json.dumps(schema))
+
+
+@cache
+def _strategy(schema: str) -> st.SearchStrategy[Any]:
+    parsed = json.loads(schema)
+    return _Builder(parsed.get("$defs", {})).build(parsed)
 
 
 class _Builder:
