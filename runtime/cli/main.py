@@ -61,11 +61,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StreamError as error:
         if not isinstance(error.__cause__, BrokenPipeError):  # the reader of `| head` knows
             complain(str(error))
-        if sys.stdout is not None:
-            # Whatever is left in its buffer would fail again at exit, with a
-            # traceback-like warning: send it to /dev/null instead.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _settle_standard_output()
         return EXIT_INVALID
+
+
+def _settle_standard_output() -> None:
+    """Flush what the command wrote, or drop it where standard output is what failed.
+
+    A failed stream keeps its buffer, which would fail again at exit with a
+    traceback-like warning: it goes to /dev/null instead. Where another
+    stream failed (a log, a session file), what was written reaches the reader.
+    """
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except ValueError:  # closed: nothing is left to fail at exit
+        pass
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:
