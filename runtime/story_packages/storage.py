@@ -19,15 +19,18 @@ import sqlite3
 import tempfile
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import msgspec
 
-from ...generated import STORY_DRAFT, STORY_PACKAGE
+from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.errors import PlanContractsError, StoreError, shown
 from ..core.validation import decode
 
 __all__ = ["DraftStore", "read_package", "write_package"]
+
+_Stored = TypeVar("_Stored")
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
@@ -70,13 +73,7 @@ class DraftStore:
 
     def load_draft(self, session: str) -> StoryDraft:
         """The draft saved for `session`. Raises `StoreError` if there is none or it is invalid."""
-        text = self._load("drafts", "draft", session, "draft")
-        try:
-            return decode(STORY_DRAFT, text)
-        except PlanContractsError as error:
-            raise StoreError(
-                f"the draft {shown(session)} in {self.path} is not valid: {error}"
-            ) from None
+        return self._load("drafts", "draft", session, STORY_DRAFT)
 
     def save_package(self, package: StoryPackage) -> None:
         """Save `package` in its id's row, replacing what was there. Raises `StoreError`."""
@@ -84,13 +81,7 @@ class DraftStore:
 
     def load_package(self, package_id: str) -> StoryPackage:
         """The package saved as `package_id`. Raises `StoreError` if none is, or it is invalid."""
-        text = self._load("packages", "package", package_id, "package")
-        try:
-            return decode(STORY_PACKAGE, text)
-        except PlanContractsError as error:
-            raise StoreError(
-                f"the package {shown(package_id)} in {self.path} is not valid: {error}"
-            ) from None
+        return self._load("packages", "package", package_id, STORY_PACKAGE)
 
     def sessions(self) -> list[str]:
         """The ids of the drafts saved, sorted."""
@@ -108,7 +99,7 @@ class DraftStore:
         except sqlite3.Error as error:
             raise StoreError(f"cannot save the {column} in {self.path}: {error}") from None
 
-    def _load(self, table: str, column: str, key: str, what: str) -> str:
+    def _load(self, table: str, column: str, key: str, contract: Contract[_Stored]) -> _Stored:
         try:
             row = self._connection.execute(
                 f"SELECT {column} FROM {table} WHERE id = ?",
@@ -117,9 +108,13 @@ class DraftStore:
         except sqlite3.Error as error:
             raise StoreError(f"cannot read {self.path}: {error}") from None
         if row is None:
-            raise StoreError(f"no {what} {shown(key)} in {self.path}")
-        text: str = row[0]
-        return text
+            raise StoreError(f"no {column} {shown(key)} in {self.path}")
+        try:
+            return decode(contract, row[0])
+        except PlanContractsError as error:
+            raise StoreError(
+                f"the {column} {shown(key)} in {self.path} is not valid: {error}"
+            ) from None
 
 
 def write_package(package: StoryPackage, folder: Path) -> Path:
