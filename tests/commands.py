@@ -24,6 +24,7 @@ without it a load of the packaged model fails the test at once
 from __future__ import annotations
 
 import _thread
+import inspect
 import io
 import locale
 import logging
@@ -156,21 +157,6 @@ def _stream_setup(stream: Any, errors: str) -> tuple[str, str]:
 _STDIN = _stream_setup(sys.__stdin__, "strict")
 _STDOUT = _stream_setup(sys.__stdout__, "strict")
 _STDERR = _stream_setup(sys.__stderr__, "backslashreplace")
-
-_HEADROOM = """\
-def headroom() -> int:
-    def down(depth: int) -> int:
-        try:
-            return down(depth + 1)
-        except RecursionError:
-            return depth
-
-    return down(0)
-
-
-print(headroom())
-"""
-"A module that prints how many more frames the stack takes where it runs: for `python -m`."
 
 
 class _Written(io.BytesIO):
@@ -310,6 +296,10 @@ def _headroom() -> int:
             return depth
 
     return down(0)
+
+
+_HEADROOM = inspect.getsource(_headroom) + "\n\nprint(_headroom())\n"
+"A module that prints how many more frames the stack takes where it runs: for `python -m`."
 
 
 @cache
