@@ -845,6 +845,17 @@ def test_a_saved_draft_that_breaks_its_contract_is_refused_when_loaded(tmp_path:
         store.load_draft(session.draft.package_id)
 
 
+@pytest.mark.parametrize("stored", [5, 3.5, None, b"\x00"])
+def test_a_saved_draft_that_is_no_text_is_refused_when_loaded(tmp_path: Path, stored: Any) -> None:
+    # A table another program made, with no type for the column: SQLite keeps what it is given.
+    session = str(uuid.uuid4())
+    with sqlite3.connect(tmp_path / "stories.db") as connection:
+        connection.execute("CREATE TABLE drafts (id TEXT PRIMARY KEY, draft)")
+        connection.execute("INSERT INTO drafts VALUES (?, ?)", (session, stored))
+    with DraftStore(tmp_path / "stories.db") as store, pytest.raises(StoreError, match="not valid"):
+        store.load_draft(session)
+
+
 # Random call sequences ------------------------------------------------------------------------
 
 NODES = st.sampled_from(["lamp", "harbour"])

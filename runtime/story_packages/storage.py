@@ -109,8 +109,11 @@ class DraftStore:
             raise StoreError(f"cannot read {self.path}: {error}") from None
         if row is None:
             raise StoreError(f"no {column} {shown(key)} in {self.path}")
+        text = row[0]
         try:
-            return decode(contract, row[0])
+            if not isinstance(text, str | bytes):  # SQLite keeps whatever another program wrote
+                raise PlanContractsError("not JSON text")
+            return decode(contract, text)
         except PlanContractsError as error:
             raise StoreError(
                 f"the {column} {shown(key)} in {self.path} is not valid: {error}"
