@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -255,6 +257,22 @@ def test_the_public_names_are_listed_once_and_each_imports() -> None:
     # of tests/ reports this ignore as unused should the names turn Any for it.
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
         _ = plancontracts.nosuch  # type: ignore[attr-defined]
+
+
+@pytest.mark.process  # a fresh interpreter: here the lazy names may be imported already
+def test_every_front_lists_its_public_names_before_any_is_used() -> None:
+    fronts = ["plancontracts", "plancontracts.runtime.model"]
+    fronts += [f"plancontracts.runtime.{family}" for family in FAMILIES]
+    program = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    front = importlib.import_module(name)\n"
+        "    print(name, *sorted(set(front.__all__) - set(dir(front))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, *fronts], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines() == fronts  # nothing missing after any name
 
 
 def test_the_code_generator_lists_every_handle_for_the_public_front() -> None:

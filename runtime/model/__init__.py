@@ -64,6 +64,11 @@ def _writer(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The module's names, the writers not yet imported among them."""
+    return sorted({*globals(), *_WRITERS})
+
+
 # Only at run time: a type checker that saw a module `__getattr__` would type
 # every other name as Any instead of refusing it.
 if not TYPE_CHECKING:
