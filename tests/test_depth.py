@@ -81,6 +81,10 @@ def verdict(contract: str, kind: str, depth: int) -> tuple[str, ...] | None:
     return None
 
 
+_LIMITS: dict[tuple[str, str], int] = {}
+"The deepest nesting parsed, by contract and kind, as `survey` last found it."
+
+
 def survey(
     contract: str, kind: str, depths: list[int]
 ) -> tuple[int, dict[int, tuple[str, ...] | None]]:
@@ -88,15 +92,23 @@ def survey(
 
     The parser's limit depends on how deep the calling code is, so both are
     taken with the same calls from the same frame (no comprehension: in
-    Python 3.11 it is a frame of its own).
+    Python 3.11 it is a frame of its own). The limit found last is tried
+    first: two parses confirm it where it still holds, instead of a search.
     """
-    low, high = 1, 5_000
-    while low < high:  # the parser refuses exactly from some depth on
-        middle = (low + high + 1) // 2
-        if verdict(contract, kind, middle) == (TOO_DEEP,):
-            high = middle - 1
-        else:
-            low = middle
+    low = _LIMITS.get((contract, kind), 0)
+    if not (
+        low
+        and verdict(contract, kind, low) != (TOO_DEEP,)
+        and verdict(contract, kind, low + 1) == (TOO_DEEP,)
+    ):
+        low, high = 1, 5_000
+        while low < high:  # the parser refuses exactly from some depth on
+            middle = (low + high + 1) // 2
+            if verdict(contract, kind, middle) == (TOO_DEEP,):
+                high = middle - 1
+            else:
+                low = middle
+        _LIMITS[contract, kind] = low
     found = {}
     for depth in depths:
         found[depth] = verdict(contract, kind, depth)
