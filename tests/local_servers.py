@@ -103,6 +103,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     "Seconds before answering, watching for the client to hang up."
+    finish: str = "stop"
+    "The choice's `finish_reason`: `length` says the answer was cut at the token limit."
 
 
 @dataclass
@@ -158,7 +160,7 @@ def model_server(
                 payload = reply.body
                 if reply.content is not None:
                     message = {"role": "assistant", "content": reply.content}
-                    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                    choice = {"index": 0, "message": message, "finish_reason": reply.finish}
                     completion = {"object": "chat.completion", "choices": [choice]}
                     payload = json.dumps(completion).encode()
                 self._send(reply.status, payload, reply.headers)

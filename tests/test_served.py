@@ -99,6 +99,18 @@ def test_an_answer_the_profile_does_not_accept_is_refused_and_counted(content: s
     assert served.counts.refused == 2
 
 
+@pytest.mark.parametrize(
+    ("max_tokens", "said"), [(64, "cut at 64 tokens"), (0, "cut at the server's token limit")]
+)
+def test_an_answer_cut_at_the_token_limit_says_so(max_tokens: int, said: str) -> None:
+    cut = Reply(content='{"answer": ', finish="length")
+    with (
+        model_server(always(cut)) as server,
+        pytest.raises(AnswerRefused, match=f"\\({said}; refused: 1 of 1"),
+    ):
+        write(connect(server.url), max_tokens=max_tokens)
+
+
 def test_a_refused_plan_is_never_used_the_planner_answers_with_patterns() -> None:
     said: list[str] = []
     wrong = ROLL.replace("d20", "a hundred sides")  # the formula's pattern refuses it

@@ -202,7 +202,10 @@ class ServedModel:
         if profile_accepts(document, schema):
             return document
         self.counts.refused += 1
-        cut = f"cut at {max_tokens} tokens; " if finish == "length" else ""
+        cut = ""
+        if finish == "length":  # with no limit sent (0), the server's own limit cut it
+            limit = f"{max_tokens} tokens" if max_tokens > 0 else "the server's token limit"
+            cut = f"cut at {limit}; "
         raise AnswerRefused(
             f"the server's answer does not satisfy the decoding schema ({cut}refused: "
             f"{self.counts.refused} of {self.counts.answers} answers so far): {_shown(text)}"
