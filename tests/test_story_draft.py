@@ -12,6 +12,7 @@ in this process, as a user runs it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 import uuid
@@ -959,6 +960,19 @@ def test_drafts_and_packages_come_back_identical_from_sqlite_and_json(
         folder = Path(name)
         assert read_package(write_package(package, folder)) == package
         assert [path.name for path in folder.iterdir()] == [f"{package.id}.json"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_a_package_file_has_the_mode_the_umask_gives(tmp_path: Path, umask: int) -> None:
+    session, _ = finalized()
+    assert session.package is not None
+    previous = os.umask(umask)
+    try:
+        path = write_package(session.package, tmp_path)
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [each.name for each in tmp_path.iterdir()] == [path.name]
 
 
 # The command line -----------------------------------------------------------------------------

@@ -15,8 +15,8 @@ and decodes to a value equal to the one saved.
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -127,13 +127,16 @@ def write_package(package: StoryPackage, folder: Path) -> Path:
     reader never sees half a package. Raises OSError when it cannot be written.
     """
     path = folder / f"{package.id}.json"
-    with tempfile.NamedTemporaryFile("wb", dir=folder, suffix=".part", delete=False) as part:
-        name = part.name
+    part = folder / f".{package.id}.{secrets.token_hex(8)}.part"
+    # Made exclusively (never through a link) with the mode the umask gives a
+    # new file, which the rename keeps: tempfile's files are 0600.
+    descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        Path(name).write_bytes(msgspec.json.encode(package) + b"\n")
-        os.replace(name, path)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(msgspec.json.encode(package) + b"\n")
+        os.replace(part, path)
     except BaseException:
-        Path(name).unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
         raise
     return path
 
