@@ -26,7 +26,7 @@ from .base import (
     standard_input,
     to_stderr,
 )
-from .calls import CALL_SHAPE, Call, NoCall, apply_call, outcome, read_call, run_calls
+from .calls import CALL_SHAPE, Call, NoCall, outcome, read_call, run_calls
 from .extras import EXTRAS, missing_modules, require_extra, writer_extra
 from .inputs import (
     lines_of,
@@ -79,7 +79,6 @@ __all__ = [
     "add_max_bytes",
     "add_model_options",
     "add_skill_options",
-    "apply_call",
     "bounded_int",
     "complain",
     "json_for_people",

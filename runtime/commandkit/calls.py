@@ -28,7 +28,7 @@ from ..core.sessions import CallResult, ToolSession
 from .base import EXIT_INVALID, EXIT_OK, Output, label, reason
 from .inputs import lines_of, opened, unreadable
 
-__all__ = ["CALL_SHAPE", "Call", "NoCall", "apply_call", "outcome", "read_call", "run_calls"]
+__all__ = ["CALL_SHAPE", "Call", "NoCall", "outcome", "read_call", "run_calls"]
 
 CALL_SHAPE = '{"tool": NAME, "arguments": {...}}'
 "What a call line holds; `arguments` may be left out when a tool takes none."
@@ -114,11 +114,13 @@ def run_calls(
         calls = opened(path)
     except OSError as error:
         raise UsageError(f"{label(path)}: {unreadable(error)}") from None
+    names = ", ".join(tool.name for tool in session.tools)
+    tools = f"a {session.tools.kind} tool: {names}"
     status = EXIT_OK
     try:
         with calls as stream:
             for number, line in lines_of(stream, max_bytes):
-                done = apply_call(session, line)
+                done = _apply_call(session, line, tools)
                 record = {"line": number, **outcome(done), **after()}
                 out.write(msgspec.json.encode(record).decode() + "\n")
                 out.flush()  # a reader of a pipe sees each call as it is applied
@@ -129,10 +131,11 @@ def run_calls(
     return status
 
 
-def apply_call(session: ToolSession[Any, Any], line: bytes | Violation) -> CallResult[Any]:
+def _apply_call(
+    session: ToolSession[Any, Any], line: bytes | Violation, tools: str
+) -> CallResult[Any]:
     """Apply one line's call to `session`; a line that is no call is refused, as of no tool."""
-    names = ", ".join(tool.name for tool in session.tools)
-    call = read_call(line, f"a {session.tools.kind} tool: {names}")
+    call = read_call(line, tools)
     if isinstance(call, NoCall):
         name = call.tool or ""
         return session.refuse(name, ToolValidationError(name, None, call.message))
