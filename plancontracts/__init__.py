@@ -20,11 +20,11 @@ writes); the rest is imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import generated
 from .generated import *  # noqa: F403  # Contract and every contract's handle
+from .runtime.core.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -152,22 +152,6 @@ if TYPE_CHECKING:
     from .runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 
 
-def _exported(name: str) -> Any:
-    """The public name `name`, imported on first use. Raises AttributeError for any other."""
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'plancontracts' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # found once; later lookups do not come here
-    return value
-
-
-# Only at run time: a type checker that saw a module `__getattr__` would type
-# every other name, a user's typo included, as Any instead of refusing it.
-if not TYPE_CHECKING:
+_exported, __dir__ = lazy_names(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # why only at run time: runtime/core/lazy.py
     __getattr__ = _exported
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})

@@ -18,10 +18,10 @@ imports `runtime.core` only.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import AnswerRefused, GenerationFailed, NoModel, NotAModel, ServerFailed
+from ..core.lazy import lazy_names
 from .chat import Message, render_chat
 from .choice import ModelChoice, load_first_writer, load_writer
 from .resolution import DEFAULT_MODEL, PACKAGED_MODEL, ServerSettings
@@ -54,22 +54,6 @@ if TYPE_CHECKING:
 _WRITERS = {"LocalModel": "local", "ServedModel": "served"}
 "The writers, each imported from its module when first named."
 
-
-def _writer(name: str) -> Any:
-    """The writer class `name`, imported on first use. Raises AttributeError for any other name."""
-    if name not in _WRITERS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WRITERS[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's names, the writers not yet imported among them."""
-    return sorted({*globals(), *_WRITERS})
-
-
-# Only at run time: a type checker that saw a module `__getattr__` would type
-# every other name as Any instead of refusing it.
-if not TYPE_CHECKING:
+_writer, __dir__ = lazy_names(__name__, _WRITERS)
+if not TYPE_CHECKING:  # why only at run time: runtime/core/lazy.py
     __getattr__ = _writer
