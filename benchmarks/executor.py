@@ -48,7 +48,7 @@ SLEEP = 0.5
 TARGET_TOOL_OVERHEAD = 2.0
 TARGET_PROCESS_OVERHEAD = 1.3
 TARGET_MAKESPAN_SLACK = 0.15
-BENCH_SKILLS = Path(__file__).parent / "skills"
+BENCH_SKILLS = Path(__file__).parent / "executor_skills"
 
 
 async def noop(request: ToolRequest, emit: EmitEvent) -> None:
