@@ -52,6 +52,15 @@ class ToolError(Struct, forbid_unknown_fields=True, kw_only=True):
 
 Comment: TypeAlias = Annotated[str, Meta(max_length=4000)]
 "A note for human readers. Programs ignore it; it is accepted so that annotated example files stay valid."
+Cue: TypeAlias = Annotated[
+    str,
+    Meta(
+        max_length=400,
+        min_length=1,
+        pattern="^[a-z0-9']+(/[a-z0-9']+)*( \\.\\.\\. [a-z0-9']+(/[a-z0-9']+)*| [a-z0-9']+(/[a-z0-9']+)*)*$(?!\\n)",
+    ),
+]
+"Words of a cue: lower-case words of letters, digits and `'`, separated by single spaces; `/` between words makes them alternatives for one place, and `...` between two places lets up to six other words stand there, for example `light/kindle ... torch`."
 DateTime: TypeAlias = Annotated[
     str,
     Meta(
@@ -127,6 +136,15 @@ class AssetReference(Struct, forbid_unknown_fields=True, kw_only=True):
     "The tool that produced it."
 
 
+class ChosenSkill(Struct, forbid_unknown_fields=True, kw_only=True):
+    """One skill a planner chose, and why."""
+
+    skill: SkillName
+    "The skill's name."
+    why: Annotated[str, Meta(max_length=300)]
+    "Why it was chosen, on one line: the cue and the words of the input it matched, or the step that chose it."
+
+
 class DoneEvent(Struct, tag_field="type", tag="done", forbid_unknown_fields=True, kw_only=True):
     """The end of the run: exactly one per run, and the last line the script writes."""
 
@@ -191,15 +209,13 @@ class LogEvent(Struct, tag_field="type", tag="log", forbid_unknown_fields=True, 
     "Structured details for the message, free-form."
 
 
-class PlanMetadata(Struct, forbid_unknown_fields=True, kw_only=True):
-    """Where this plan stands in the replan loop for one player input."""
+class SkillChoice(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Which skills a planner chose for a player input, and why, before the plan's tools were written. Decisions: a narration skill (capability `narration`) is never chosen: it is called last to narrate the rest; an empty `skills` list means the input called for no skill, so the plan calls none."""
 
-    generation_attempt: Annotated[int, Meta(ge=1, le=5)] = field(
-        default=1, name="generationAttempt"
-    )
-    "Which generation this plan is for the same player input: 1 for the first plan, up to 5 for the last replan."
-    parent_plan_id: Uuid | None = field(default=None, name="parentPlanId")
-    "For a replan, the `requestId` of the plan that failed; null for a first plan."
+    by: Literal["cues", "model", "plan", "patterns"]
+    "The step that chose: `cues` when the input's words matched the scripts' cues, `model` when the model chose among the enabled skills, `plan` when the model chose while writing the whole plan, `patterns` when the pattern planner wrote the plan."
+    skills: Annotated[list[ChosenSkill], Meta(max_length=64)]
+    "The skills chosen, in the order their tools are called."
 
 
 class SkillScript(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -217,6 +233,8 @@ class SkillScript(Struct, forbid_unknown_fields=True, kw_only=True):
     "How long one run of the script may take, in milliseconds, from 1 second to 5 minutes."
     required: bool = False
     "When true, the skill cannot work without this script, so a missing or broken script disables the skill."
+    cues: Annotated[list[Cue], Meta(max_length=64)] = field(default_factory=list)
+    "Player words that call for this script, which the narrator's planner chooses by before the model writes the inputs. A cue matches when its words appear in one sentence of the input, in order, side by side; `/` separates alternatives for one place (`light/kindle`), and `...` between two places lets up to six other words stand between them. A word matches its plain forms too (`roll` matches `rolls`, `rolled`, `rolling`), and a number written before letters is a word of its own (`2d6` is `2` and `d6`); write other forms (`lit`) as words of their own. Without cues, a script is chosen by the model alone."
 
 
 class StatePatchEvent(
@@ -293,52 +311,17 @@ class UiEvent(Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=Tr
     "The event's data, shaped by the event name."
 
 
-class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
-    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); fields marked `x-decoding: omit` are never written by a model: the planner fills them, or their defaults apply; `$comment` is accepted at the top as a note for humans."""
+class PlanMetadata(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Where this plan stands in the replan loop for one player input."""
 
-    request_id: Uuid = field(name="requestId")
-    "A fresh UUID that identifies this plan. The execution result repeats it as `planId`, and a replan names it as `metadata.parentPlanId`."
-    tools: Annotated[list[ToolInvocation], Meta(max_length=1024)]
-    "The skill scripts to run. Order does not matter for execution; `dependencies` decide it. An empty list is a narration-only plan."
-    comment: Comment | UnsetType = field(default=UNSET, name="$comment")
-    "A note for human readers about this plan. Programs ignore it."
-    narrative: Annotated[str, Meta(max_length=4000)] | UnsetType = UNSET
-    "Optional narration shown to the player before or while the scripts run. Plain text."
-    parallel: bool = False
-    "When true, tools whose dependencies are done and whose `async` is true may run at the same time. When false, tools run one at a time in dependency order."
-    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(
-        default_factory=list, name="disabledSkills"
+    generation_attempt: Annotated[int, Meta(ge=1, le=5)] = field(
+        default=1, name="generationAttempt"
     )
-    "Skills that failed in earlier attempts for this player input. No tool of this plan may run a script of these skills."
-    metadata: PlanMetadata | UnsetType = UNSET
-    "Bookkeeping for the replan loop."
-
-
-class PlanAttempt(Struct, forbid_unknown_fields=True, kw_only=True):
-    """The log record of one plan generation in a narrator's turn: when it ended, the plan as the planner wrote it, how it ended and, for a plan that failed, what failed and after how many retries. The narrator logs one per generation on the `plancontracts.narrator` logger (in the log record's `plancontracts` attribute); `plan --execute --log FILE` and `play --log FILE` append each as a line of FILE. Decisions: the plan is kept whole, so a failure can be replayed with `execute`; the tools' events are not (they are in the execution result, and a tool may write megabytes); `failures` lists the failed tools in the order they ended, as the execution result's `failedTools`; a successful plan may list some (tools that were not `required`); a rejected plan ran nothing, so it lists none and says why in `rejection`, which no other outcome has (a rule beyond the schema)."""
-
-    timestamp: DateTime
-    "When the attempt ended, in UTC."
-    plan_id: Uuid = field(name="planId")
-    "The plan's `requestId`."
-    generation: Annotated[int, Meta(ge=1, le=5)]
-    "Which generation of the turn this plan was: 1 for the first plan, up to 5 for the last replan."
-    outcome: Literal["success", "failed", "rejected"]
-    "How the plan ended: `success`; `failed` when a required tool failed; `rejected` when the executor refused it before anything ran (its reason is in `rejection`)."
-    skills: Annotated[list[SkillName], Meta(max_length=1024)]
-    "The skills whose scripts the plan calls, sorted, each once."
-    plan: Plan
-    "The plan as the planner wrote it."
-    failures: Annotated[list[FailedTool], Meta(max_length=1024)]
-    "Each tool that failed or timed out, in the order they ended; empty when none did."
-    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
-    "The skills the next plan of the turn may not use: the plan's own and those of its failed tools."
-    planning_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="planningMs")
-    "Time spent writing the plan, in milliseconds."
-    execution_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionMs")
-    "Time spent executing the plan, in milliseconds."
-    rejection: ToolError | UnsetType = UNSET
-    "Why the executor refused the plan before running it. Present only when `outcome` is `rejected`."
+    "Which generation this plan is for the same player input: 1 for the first plan, up to 5 for the last replan."
+    parent_plan_id: Uuid | None = field(default=None, name="parentPlanId")
+    "For a replan, the `requestId` of the plan that failed; null for a first plan."
+    choice: SkillChoice | UnsetType = UNSET
+    "How the planner chose the skills this plan calls, for the narrator's log. Absent from plans written elsewhere."
 
 
 class SkillManifest(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -432,3 +415,51 @@ class ExecutionResult(Struct, forbid_unknown_fields=True, kw_only=True):
     "Which execution of this plan this is, from 1 to 3."
     error: ToolError | UnsetType = UNSET
     "Why the plan was rejected before any tool ran. Absent when the plan ran."
+
+
+class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); fields marked `x-decoding: omit` are never written by a model: the planner fills them, or their defaults apply; `$comment` is accepted at the top as a note for humans."""
+
+    request_id: Uuid = field(name="requestId")
+    "A fresh UUID that identifies this plan. The execution result repeats it as `planId`, and a replan names it as `metadata.parentPlanId`."
+    tools: Annotated[list[ToolInvocation], Meta(max_length=1024)]
+    "The skill scripts to run. Order does not matter for execution; `dependencies` decide it. An empty list is a narration-only plan."
+    comment: Comment | UnsetType = field(default=UNSET, name="$comment")
+    "A note for human readers about this plan. Programs ignore it."
+    narrative: Annotated[str, Meta(max_length=4000)] | UnsetType = UNSET
+    "Optional narration shown to the player before or while the scripts run. Plain text."
+    parallel: bool = False
+    "When true, tools whose dependencies are done and whose `async` is true may run at the same time. When false, tools run one at a time in dependency order."
+    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(
+        default_factory=list, name="disabledSkills"
+    )
+    "Skills that failed in earlier attempts for this player input. No tool of this plan may run a script of these skills."
+    metadata: PlanMetadata | UnsetType = UNSET
+    "Bookkeeping for the replan loop."
+
+
+class PlanAttempt(Struct, forbid_unknown_fields=True, kw_only=True):
+    """The log record of one plan generation in a narrator's turn: when it ended, the plan as the planner wrote it, how it ended and, for a plan that failed, what failed and after how many retries. The narrator logs one per generation on the `plancontracts.narrator` logger (in the log record's `plancontracts` attribute); `plan --execute --log FILE` and `play --log FILE` append each as a line of FILE. Decisions: the plan is kept whole, so a failure can be replayed with `execute`; the tools' events are not (they are in the execution result, and a tool may write megabytes); `failures` lists the failed tools in the order they ended, as the execution result's `failedTools`; a successful plan may list some (tools that were not `required`); a rejected plan ran nothing, so it lists none and says why in `rejection`, which no other outcome has (a rule beyond the schema)."""
+
+    timestamp: DateTime
+    "When the attempt ended, in UTC."
+    plan_id: Uuid = field(name="planId")
+    "The plan's `requestId`."
+    generation: Annotated[int, Meta(ge=1, le=5)]
+    "Which generation of the turn this plan was: 1 for the first plan, up to 5 for the last replan."
+    outcome: Literal["success", "failed", "rejected"]
+    "How the plan ended: `success`; `failed` when a required tool failed; `rejected` when the executor refused it before anything ran (its reason is in `rejection`)."
+    skills: Annotated[list[SkillName], Meta(max_length=1024)]
+    "The skills whose scripts the plan calls, sorted, each once."
+    plan: Plan
+    "The plan as the planner wrote it."
+    failures: Annotated[list[FailedTool], Meta(max_length=1024)]
+    "Each tool that failed or timed out, in the order they ended; empty when none did."
+    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
+    "The skills the next plan of the turn may not use: the plan's own and those of its failed tools."
+    planning_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="planningMs")
+    "Time spent writing the plan, in milliseconds."
+    execution_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionMs")
+    "Time spent executing the plan, in milliseconds."
+    rejection: ToolError | UnsetType = UNSET
+    "Why the executor refused the plan before running it. Present only when `outcome` is `rejected`."
