@@ -76,20 +76,12 @@ def silent_server() -> Iterator[tuple[str, socket.socket]]:
         listener.close()
 
 
-A_PLAN = json.dumps(
-    {
-        "narrative": "You roll the die.",
-        "tools": [
-            {
-                "toolId": "t1",
-                "toolPath": "skills/dice-roller/roll.py",
-                "input": {"formula": "d20"},
-                "dependencies": [],
-            }
-        ],
-    }
-)
-"A plan the plan profile of the bundled skills accepts, as a model server would write it."
+A_PLAN = json.dumps({"narrative": "You roll the die.", "tools": [{"input": {"formula": "d20"}}]})
+"""What a model server writes for `I roll a die` under the plan profile of the bundled skills.
+
+The planner's cues choose the dice roller for it, so the server writes the
+tool's input and the narrative; the planner writes the rest of the plan.
+"""
 
 
 @dataclass

@@ -90,9 +90,9 @@ def test_a_failed_skill_is_disabled_in_the_next_generation(
     assert not first.result.success
     assert first.result.failed_tools == ["t1"]
     assert second.plan.disabled_skills == ["torch-lighter"]
-    assert second.plan.metadata == PlanMetadata(
-        generation_attempt=2, parent_plan_id=first.plan.request_id
-    )
+    assert isinstance(second.plan.metadata, PlanMetadata)
+    assert second.plan.metadata.generation_attempt == 2
+    assert second.plan.metadata.parent_plan_id == first.plan.request_id
     assert [call.tool_path for call in second.plan.tools] == [
         "skills/dice-roller/roll.py",
         "skills/storyteller/narrate.py",

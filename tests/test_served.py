@@ -129,7 +129,7 @@ def test_a_conforming_plan_from_the_server_is_the_plan() -> None:
         planner = Planner(connect(server.url), bundled_skills())
         plan = trio.run(planner.plan, "I roll a die")
     assert plan.narrative == "You roll the die."
-    assert [tool.input for tool in plan.tools] == [{"formula": "d20"}]
+    assert [tool.input for tool in plan.tools] == [{"formula": "d20"}, {}]  # then the narration
     assert decode("plan", msgspec.json.encode(plan))
 
 
@@ -260,7 +260,7 @@ def test_many_sessions_share_one_server() -> None:
         async def main() -> None:
             async def session(number: int) -> None:
                 for turn in range(2):
-                    plan = await planner.plan(f"player {number} rolls, turn {turn}")
+                    plan = await planner.plan(f"player {number} rolls a die, turn {turn}")
                     plans.append(plan)
 
             async with trio.open_nursery() as nursery:
@@ -377,7 +377,7 @@ def test_a_batch_of_plans_runs_at_once_and_prints_in_input_order() -> None:
         first = "input 0" in asked  # answered last: the order printed is the inputs'
         return Reply(content=ROLL.replace("the die", asked[-7:]), delay=1.0 if first else 0.1)
 
-    inputs = "".join(f"I roll, input {number}\n" for number in range(6))
+    inputs = "".join(f"I roll a die, input {number}\n" for number in range(6))
     with model_server(answer) as server:
         done = cli("plan", "--server", server.url, "--in-flight", "3", "-", stdin=inputs)
     assert done.returncode == 0, done.stderr
@@ -442,7 +442,7 @@ def test_play_and_plan_execute_run_the_servers_plans(tmp_path: Path) -> None:
     data = ("--data", str(tmp_path))
     with model_server(always(Reply(content=ROLL))) as server:
         played = cli("play", "--server", server.url, *data, stdin="I roll a die\n\n")
-        executed = cli("plan", "--execute", "--server", server.url, *data, "I roll")
+        executed = cli("plan", "--execute", "--server", server.url, *data, "I roll a die")
     for done in (played, executed):
         assert done.returncode == 0, done.stderr
         assert "You roll the die." in done.stdout
@@ -468,7 +468,7 @@ def test_an_address_that_is_none_is_a_usage_error_and_one_from_the_environment_o
 @pytest.mark.process  # a broken pipe, a full disk
 @pytest.mark.parametrize("output", ["| head -n 1 >/dev/null", ">/dev/full"])
 def test_plans_at_once_end_as_the_others_do_when_their_output_fails(output: str) -> None:
-    inputs = "".join(f"I roll, input {number}\n" for number in range(40))
+    inputs = "".join(f"I roll a die, input {number}\n" for number in range(40))
     with model_server(always(Reply(content=ROLL))) as server:
         command = f"{shlex.quote(sys.executable)} -m plancontracts plan --server {server.url} -"
         done = subprocess.run(

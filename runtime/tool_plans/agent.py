@@ -4,30 +4,48 @@
     plan = await planner.plan("I light the torch")      # a checked Plan, always
 
 Without a writer (no model loads: `load_first_writer` answers None) it plans
-with patterns. Each plan from the model is decoded under the plan profile for the enabled skills,
-then checked against the contract and the executor's checks. A generation
-that fails is reported and answered by the pattern planner, so `plan` always
-returns a plan.
+with patterns. With one, it plans in two steps (seed 003, FR-003): it first
+chooses the scripts the input calls for (`choosing`: by the scripts' cues,
+and by the model among skills that have none), then the model writes their
+inputs under a profile that makes exactly those tools required, with the
+narration skill last. `choosing="model"` has the model choose among every
+skill; `choosing="plan"` skips the step (the model chooses while it writes
+the whole plan, as before there was one). The plan's `metadata.choice` says
+what was chosen and why. Each plan from the model is checked against the
+contract and the executor's checks. A generation that fails is reported and
+answered by the pattern planner, so `plan` always returns a plan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ...generated.tool_plans import Plan
 from ..core.errors import GenerationFailed
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
+from .choosing import (
+    Choice,
+    Chosen,
+    choose_by_cues,
+    choose_by_model,
+    narration_scripts,
+    offered_scripts,
+)
 from .patterns import pattern_plan
-from .profiles import plan_profile
+from .profiles import MAX_TOOLS, plan_profile
 from .prompts import narrator_messages
 
-__all__ = ["Planner"]
+__all__ = ["Choosing", "Planner"]
 
 PLAN_TOKENS = 512
 "Most tokens the model writes for a plan: the longest plan the profile allows fits."
+
+
+Choosing = Literal["cues", "model", "plan"]
+"How the planner chooses the skills a plan calls (see the module's documentation)."
 
 
 @dataclass
@@ -35,12 +53,15 @@ class Planner:
     """Plans player input with one loaded model, or with patterns when there is none.
 
     `skills` are those plans may use (default: the bundled skills); `say`
-    reports each step taken in one line (default: on standard error).
+    reports each step taken in one line (default: on standard error);
+    `choosing` is how the skills are chosen before the model writes the
+    plan (default: by cues, then the model among skills without cues).
     """
 
     writer: Writer | None
     skills: SkillSet = field(default_factory=bundled_skills)
     say: Callable[[str], None] = say_on_stderr
+    choosing: Choosing = "cues"
 
     def __post_init__(self) -> None:
         if self.writer is None:
@@ -66,24 +87,101 @@ class Planner:
         """
         off = sorted(set(disabled))
         if self.writer is not None:
-            profile = plan_profile(self.skills, disabled=off)
-            messages = narrator_messages(
-                player_input, self.skills, disabled=off, state=state, failures=failures
-            )
             try:
-                document = await self.writer.write_chat(
-                    messages, profile.schema, answer="Plan JSON", max_tokens=PLAN_TOKENS, seed=seed
+                return await self._write(
+                    self.writer,
+                    player_input,
+                    off,
+                    state,
+                    generation,
+                    parent_plan_id,
+                    seed,
+                    failures,
                 )
             except GenerationFailed as failure:
                 self.say(f"planner: the model failed ({failure}); planning with patterns")
-            else:
-                return profile.to_plan(
-                    document, generation=generation, parent_plan_id=parent_plan_id
-                )
         return pattern_plan(
             player_input,
             skills=self.skills,
             disabled=off,
             generation=generation,
             parent_plan_id=parent_plan_id,
+        )
+
+    async def choose(
+        self, player_input: str, *, disabled: Iterable[str] = (), seed: int | None = None
+    ) -> Choice | None:
+        """The scripts this planner's choosing step picks for `player_input`, with why.
+
+        None when the planner has no choosing step (`choosing="plan"`). Raises
+        GenerationFailed when the model was asked and wrote no choice.
+        """
+        off = sorted(set(disabled))
+        if self.choosing == "plan":
+            return None
+        if self.choosing == "model":
+            if self.writer is None:
+                raise GenerationFailed("no model to choose the skills")
+            return await choose_by_model(self.writer, player_input, self.skills, off, seed=seed)
+        choice = choose_by_cues(player_input, self.skills, off)
+        uncued = [
+            script.skill
+            for script in offered_scripts(self.skills, off)
+            if not script.declaration.cues
+        ]
+        if not uncued or self.writer is None:
+            return choice
+        more = await choose_by_model(
+            self.writer, player_input, self.skills, off, among=uncued, seed=seed
+        )
+        return Choice("cues", choice.chosen + more.chosen)
+
+    async def _write(
+        self,
+        writer: Writer,
+        player_input: str,
+        off: list[str],
+        state: Mapping[str, Any] | None,
+        generation: int,
+        parent_plan_id: str | None,
+        seed: int | None,
+        failures: Sequence[str],
+    ) -> Plan:
+        choice = await self.choose(player_input, disabled=off, seed=seed)
+        chosen: list[Chosen] | None = None
+        scripts: set[str] | None = None
+        if choice is not None:
+            room = MAX_TOOLS - bool(narration_scripts(self.skills, off))
+            chosen = list(choice.chosen[:room])
+            if len(choice.chosen) > room:
+                dropped = ", ".join(c.skill for c in choice.chosen[room:])
+                self.say(f"planner: a plan calls at most {room} chosen tools; left out {dropped}")
+                choice = Choice(choice.by, tuple(chosen))
+            scripts = {s.tool_path for c in chosen for s in c.scripts}
+            scripts |= (
+                {s.tool_path for s in narration_scripts(self.skills, off)} if chosen else set()
+            )
+        profile = plan_profile(
+            self.skills,
+            disabled=off,
+            chosen=None if chosen is None else [c.scripts for c in chosen],
+        )
+        messages = narrator_messages(
+            player_input, self.skills, disabled=off, state=state, failures=failures, scripts=scripts
+        )
+        document = await writer.write_chat(
+            messages, profile.schema, answer="Plan JSON", max_tokens=PLAN_TOKENS, seed=seed
+        )
+        if choice is None:
+            called = [call["toolPath"] for call in document.get("tools", [])]
+            choice = Choice(
+                "plan",
+                tuple(
+                    Chosen((self.skills.resolve(path, off),), "the model called it in the plan")
+                    for path in dict.fromkeys(called)
+                    if path not in {s.tool_path for s in narration_scripts(self.skills, off)}
+                ),
+            )
+        return profile.to_plan(
+            document, generation=generation, parent_plan_id=parent_plan_id, choice=choice.record()
         )

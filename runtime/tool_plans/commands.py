@@ -385,7 +385,7 @@ def _turn(
     """Play one turn: narration, a trace per attempt; the turn and the choices offered."""
     from ..engine.executor import default_data_root, merge_patch
     from ..engine.trace import render_trace
-    from .narrator import play_turn
+    from .narrator import choice_line, play_turn
 
     offered: list[str] = []
 
@@ -410,6 +410,7 @@ def _turn(
         )
     )
     for attempt in turn.attempts:
+        to_stderr(printable(choice_line(attempt.plan)) + "\n")
         to_stderr(render_trace(attempt.result, verbosity=args.verbose))
     out.write(printable(turn.narration) + "\n")
     for number, choice in enumerate(offered, 1):

@@ -10,9 +10,10 @@ failed plan) cannot use them, and the planner is told what went wrong: the
 reason a plan was rejected, or each failed tool with its error and retries
 (`prompts.what_failed`). When no generation succeeds, the turn ends with
 a narration from a template. Every attempt is logged on the
-`plancontracts.narrator` logger, with a structured record in the log
-record's `plancontracts` attribute: plan id, generation, skills chosen,
-outcome, failed tools, and planning and execution times.
+`plancontracts.narrator` logger, with which skills were chosen and why
+(`choice_line`), and a structured record in the log record's
+`plancontracts` attribute: plan id, generation, skills chosen, outcome,
+failed tools, and planning and execution times.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
 
-from ...generated.tool_plans import ExecutionResult, FailedTool, Plan, PlanAttempt
+from ...generated.tool_plans import (
+    ExecutionResult,
+    FailedTool,
+    Plan,
+    PlanAttempt,
+    PlanMetadata,
+    SkillChoice,
+)
 from ..core.templates import template
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
@@ -37,7 +45,7 @@ from .prompts import what_failed
 if TYPE_CHECKING:
     from ..engine.executor import UiEventHandler
 
-__all__ = ["Attempt", "PlanSource", "Turn", "attempt_record", "play_turn"]
+__all__ = ["Attempt", "PlanSource", "Turn", "attempt_record", "choice_line", "play_turn"]
 
 NARRATION_CAPABILITY = "narration"
 log = logging.getLogger("plancontracts.narrator")
@@ -167,8 +175,8 @@ async def play_turn(
         attempts.append(attempt)
         record = attempt_record(attempt)
         log.info(
-            "plan %s (generation %d): %s", record.plan_id, generation, record.outcome,
-            extra={"plancontracts": msgspec.to_builtins(record)},
+            "plan %s (generation %d): %s; %s", record.plan_id, generation, record.outcome,
+            choice_line(plan), extra={"plancontracts": msgspec.to_builtins(record)},
         )  # fmt: skip
         if on_attempt is not None:
             on_attempt(record)
@@ -181,6 +189,19 @@ async def play_turn(
         if not result.can_replan:
             break
     return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)
+
+
+def choice_line(plan: Plan) -> str:
+    """On one line, which skills the plan's planner chose and why (its `metadata.choice`).
+
+    For a plan that does not say (one written elsewhere), the skills it calls.
+    """
+    choice = plan.metadata.choice if isinstance(plan.metadata, PlanMetadata) else None
+    if isinstance(choice, SkillChoice):
+        reasons = "; ".join(f"{chosen.skill} ({chosen.why})" for chosen in choice.skills)
+        return f"skills chosen by {choice.by}: {reasons or 'none'}"
+    called = sorted({call.tool_path.split("/")[1] for call in plan.tools if "/" in call.tool_path})
+    return f"skills called: {', '.join(called) or 'none'}"
 
 
 def fallback_narration(player_input: str) -> str:

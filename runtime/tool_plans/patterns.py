@@ -21,7 +21,9 @@ from typing import Any
 from ...generated.tool_plans import Plan, PlanMetadata, ToolInvocation
 from ..core.errors import UnusableScript
 from ..core.keys import snake_case
+from ..core.plain_text import one_line
 from ..engine.skills import Script, SkillSet, bundled_skills
+from .choosing import Choice, Chosen
 
 __all__ = ["pattern_plan"]
 
@@ -139,11 +141,14 @@ def pattern_plan(
     disabled = sorted(set(disabled))
     tools: list[ToolInvocation] = []
     narrative: list[str] = []
+    chosen: list[Chosen] = []
     for intent, match in _matches(player_input):
         script = _usable(skills, intent.tool_path, disabled)
         made = intent.make_input(match)
         if script is None or made is None or not _accepts(script, made):
             continue
+        if intent.tool_path != STORYTELLER:
+            chosen.append(Chosen((script,), f'a pattern matched "{one_line(match[0], 120)}"'))
         previous = [tools[-1].tool_id] if tools else []
         tools.append(
             ToolInvocation(
@@ -174,7 +179,11 @@ def pattern_plan(
         narrative=" ".join(narrative)[:4000],
         tools=tools,
         disabled_skills=disabled,
-        metadata=PlanMetadata(generation_attempt=generation, parent_plan_id=parent_plan_id),
+        metadata=PlanMetadata(
+            generation_attempt=generation,
+            parent_plan_id=parent_plan_id,
+            choice=Choice("patterns", tuple(chosen)).record(),
+        ),
     )
 
 

@@ -9,16 +9,16 @@ with the last plan (`what_failed`). The user message is the input.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...generated.tool_plans import PlanAttempt, ToolError
 from ..core.plain_text import one_line
 from ..core.templates import template
-from ..engine.skills import SkillSet
+from ..engine.skills import Skill, SkillSet
 from ..model.chat import Message
 
-__all__ = ["FAILURES_SHOWN", "narrator_messages", "what_failed"]
+__all__ = ["FAILURES_SHOWN", "choice_messages", "narrator_messages", "what_failed"]
 
 FAILURES_SHOWN = 5
 "The most failed tools a replan prompt describes; more are counted, not described."
@@ -33,21 +33,28 @@ def narrator_messages(
     disabled: Iterable[str] = (),
     state: Mapping[str, Any] | None = None,
     failures: Sequence[str] = (),
+    scripts: Collection[str] | None = None,
 ) -> list[Message]:
     """The narrator's system and user messages for one player input.
 
     The system message lists every enabled skill: its name, description, its
-    scripts (tool path and description) and the text of its prompt file.
-    `failures` are the lines of `what_failed` for the last plan of a replan;
-    each is put on one line of its own.
+    scripts (tool path and description) and the text of its prompt file;
+    given `scripts` (tool paths: those a choosing step picked), only those
+    scripts and their skills. `failures` are the lines of `what_failed` for
+    the last plan of a replan; each is put on one line of its own.
     """
     off = sorted(set(disabled))
     sections = []
     for skill in skills.skills.values():
-        if skill.name in off or not skill.scripts:
+        listed = [
+            script
+            for script in skill.scripts.values()
+            if scripts is None or script.tool_path in scripts
+        ]
+        if skill.name in off or not listed:
             continue
         lines = [f"## {skill.name}", "", skill.manifest.description.strip(), ""]
-        for script in skill.scripts.values():
+        for script in listed:
             description = script.declaration.description or "no description"
             lines.append(f"- `{script.tool_path}`: {description}")
         if skill.prompt.strip():
@@ -63,6 +70,24 @@ def narrator_messages(
         if failures
         else "",
     )
+    return [
+        {"role": "system", "content": system.strip()},
+        {"role": "user", "content": player_input.strip()},
+    ]
+
+
+def choice_messages(player_input: str, offered: Sequence[Skill]) -> list[Message]:
+    """The messages of the model's choice among the `offered` skills (`choosing.choose_by_model`).
+
+    The system message describes each offered skill on one line: its name,
+    its description and its capabilities. The user message is the input.
+    """
+    lines = []
+    for skill in offered:
+        capabilities = ", ".join(skill.manifest.capabilities)
+        tags = f" ({capabilities})" if capabilities else ""
+        lines.append(f"- {skill.name}: {one_line(skill.manifest.description)}{tags}")
+    system = template(__package__, "choose.md").substitute(skills="\n".join(lines) or "(none)")
     return [
         {"role": "system", "content": system.strip()},
         {"role": "user", "content": player_input.strip()},
