@@ -4,7 +4,8 @@
     python3 dev.py test    # set up, then lint, type-check, check generated/, run all tests
     python3 dev.py test --fast  # set up, then lint, type-check, run the fast tier of tests:
                                 # no model, process or slow test, tens of hypothesis examples
-    python3 dev.py bench [validation|executor|planning|thinking|served]  # set up, run benchmarks
+    python3 dev.py bench [NAME ...]  # set up, run benchmarks: validation, executor, planning,
+                                     # skills, thinking, served (default: all)
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
                            # constraints.txt, then set up with them
@@ -42,7 +43,7 @@ WHEELHOUSE = ROOT / "build" / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
 TESTS = ROOT / "tests"
 PYTEST_NO_TESTS = 5
-BENCHMARKS = ("validation", "executor", "planning", "thinking", "served")
+BENCHMARKS = ("validation", "executor", "planning", "skills", "thinking", "served")
 
 
 def main() -> int:

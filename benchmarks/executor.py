@@ -18,6 +18,10 @@ baseline interleaved so that machine noise hits both alike:
 (c) concurrency: the makespan of 8 independent 0.5 s script calls at
     concurrency limits 1, 2 and 4, against the ideal ceil(8/k) x 0.5 s.
     Target: within 15%.
+(d) seed 003's SC-005: of 210 calls of the bundled skills' scripts, each
+    with an example from its input schema, 14 to a plan at the default
+    concurrency, the share that succeeded within its timeout (30 s unless
+    its manifest sets one), and the slowest call. Target: at least 99%.
 
 Figures are the best (a) or the median (b) of several rounds; the ratios
 vary far less than the absolute times. Exits 1 when a target is missed.
@@ -29,6 +33,7 @@ import math
 import random
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -48,6 +53,8 @@ SLEEP = 0.5
 TARGET_TOOL_OVERHEAD = 2.0
 TARGET_PROCESS_OVERHEAD = 1.3
 TARGET_MAKESPAN_SLACK = 0.15
+SCRIPT_CALLS = 210
+TARGET_WITHIN_TIMEOUT = 0.99
 BENCH_SKILLS = Path(__file__).parent / "executor_skills"
 
 
@@ -168,6 +175,34 @@ async def makespan(limit: int) -> float:
     return time.perf_counter() - started
 
 
+async def scripts_within_timeout(data_root: Path) -> tuple[int, int, float, list[str]]:
+    """Run the bundled scripts on their schemas' examples: calls, successes, slowest s, failures."""
+    skills = bundled_skills()
+    examples = [
+        (script.tool_path, example)
+        for skill in skills.skills.values()
+        for script in skill.scripts.values()
+        if script.input_validator is not None
+        for example in script.input_validator.schema.get("examples", [])
+    ]
+    calls = [examples[n % len(examples)] for n in range(SCRIPT_CALLS)]
+    succeeded, slowest, failures = 0, 0.0, []
+    for first in range(0, len(calls), 14):
+        tools = [
+            ToolInvocation(tool_id=f"c{n}", tool_path=path, input=example, async_=True)
+            for n, (path, example) in enumerate(calls[first : first + 14])
+        ]
+        plan = Plan(request_id=str(uuid.uuid4()), tools=tools, parallel=True)
+        result = await execute_plan(plan, skills=skills, data_root=data_root)
+        for trace in result.tool_results:
+            slowest = max(slowest, trace.execution_time_ms / 1000)
+            if trace.state == "success":
+                succeeded += 1
+            else:
+                failures.append(f"{trace.tool_id}: {trace.state}")
+    return len(calls), succeeded, slowest, failures
+
+
 async def main() -> int:
     met = True
 
@@ -207,6 +242,17 @@ async def main() -> int:
             f"(target within {TARGET_MAKESPAN_SLACK:.0%}): "
             f"{'met' if slack <= TARGET_MAKESPAN_SLACK else 'NOT met'}"
         )
+
+    with tempfile.TemporaryDirectory() as data:
+        calls, succeeded, slowest, failures = await scripts_within_timeout(Path(data))
+    share = succeeded / calls
+    met &= share >= TARGET_WITHIN_TIMEOUT
+    print(
+        f"(d) SC-005: {succeeded} of {calls} calls of the bundled scripts succeeded within "
+        f"their timeout ({share:.1%}; target at least {TARGET_WITHIN_TIMEOUT:.0%}): "
+        f"{'met' if share >= TARGET_WITHIN_TIMEOUT else 'NOT met'}; the slowest took "
+        f"{slowest:.2f} s" + (f"; not: {', '.join(failures[:5])}" if failures else "")
+    )
     return 0 if met else 1
 
 
