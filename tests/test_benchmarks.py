@@ -36,3 +36,18 @@ def test_the_thinking_benchmark_has_thirty_distinct_plain_situations() -> None:
     situations = load("thinking").SITUATIONS
     assert len(set(situations)) == len(situations) >= 30
     assert all(mode_of(situation) == ("story", situation) for situation in situations)
+
+
+def test_the_skills_benchmark_expects_only_bundled_skills_and_scores_a_planner() -> None:
+    from plancontracts.runtime.engine.skills import bundled_skills
+
+    skills = load("skills")
+    cases = skills.cases()
+    callable_skills = set(bundled_skills().skills) - {"storyteller"}
+    assert len({text for _, text, _ in cases}) == len(cases) >= 60
+    assert all(expected <= callable_skills for _, _, expected in cases)
+    # The patterns run in this process in moments: each input gets the skills its plan calls.
+    result = skills.run_planner("patterns")
+    assert len(result["chosen"]) == len(result["seconds"]) == len(cases)
+    first = cases.index(("tuning", "I light the torch", frozenset({"torch-lighter"})))
+    assert result["chosen"][first] == ["torch-lighter"]

@@ -293,3 +293,21 @@ def test_no_held_out_input_is_in_a_prompt_cue_pattern_or_example_the_project_wri
         assert {s for _, skills in data[share] for s in skills} == set(ENABLED), share
     held = len(data["held-out"]) + len(data["blind"]) + len(data["blind-2"])
     assert held * 3 >= held + len(data["tuning"])  # at least a third held out
+
+
+def test_more_chosen_skills_than_a_plan_holds_are_cut_and_said() -> None:
+    from local_servers import conforming, model_server
+
+    from plancontracts.runtime.model import ServerSettings
+    from plancontracts.runtime.model.served import ServedModel
+
+    said: list[str] = []
+    text = "I light the torch, examine the door, roll the dice, then recall the map"
+    with model_server(conforming) as server:
+        served = ServedModel.connect(ServerSettings(server.url), environ={}, say=said.append)
+        plan = run(Planner(served, SKILLS, say=said.append), text)
+    assert called(plan) == ["torch-lighter", "door-examiner", "dice-roller", "storyteller"]
+    assert said[-1] == "planner: a plan calls at most 3 chosen tools; left out memory"
+    assert isinstance(plan.metadata, PlanMetadata)
+    assert isinstance(plan.metadata.choice, SkillChoice)
+    assert [chosen.skill for chosen in plan.metadata.choice.skills] == called(plan)[:3]
