@@ -213,7 +213,7 @@ class SkillChoice(Struct, forbid_unknown_fields=True, kw_only=True):
     """Which skills a planner chose for a player input, and why, before the plan's tools were written. Decisions: a narration skill (capability `narration`) is never chosen: it is called last to narrate the rest; an empty `skills` list means the input called for no skill, so the plan calls none."""
 
     by: Literal["cues", "model", "plan", "patterns"]
-    "The step that chose: `cues` when the input's words matched the scripts' cues, `model` when the model chose among the enabled skills, `plan` when the model chose while writing the whole plan, `patterns` when the pattern planner wrote the plan."
+    "The step that chose: `cues` when the scripts' cues chose (the model may have chosen among the skills without cues too: their `why` says so), `model` when the model chose among every enabled skill, `plan` when the model chose while writing the whole plan, `patterns` when the pattern planner wrote the plan."
     skills: Annotated[list[ChosenSkill], Meta(max_length=64)]
     "The skills chosen, in the order their tools are called."
 

@@ -27,6 +27,7 @@ from token_counts import with_token_count
 
 from plancontracts import check_plan
 from plancontracts.generated.tool_plans import PlanMetadata, SkillChoice
+from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
@@ -112,7 +113,7 @@ def test_cues_choose_only_enabled_skills_and_never_the_narration(
 ) -> None:
     choice = choose_by_cues(text, SKILLS, disabled)
     assert set(choice.skills) <= set(ENABLED) - set(disabled)
-    assert len(choice.chosen) == len({chosen.scripts for chosen in choice.chosen})
+    assert len(choice.chosen) == len({chosen.scripts[0].tool_path for chosen in choice.chosen})
     plan = plan_profile(SKILLS, disabled=disabled, chosen=[c.scripts for c in choice.chosen])
     assert plan.schema["properties"]["tools"]["maxItems"] <= 4
 
@@ -311,3 +312,123 @@ def test_more_chosen_skills_than_a_plan_holds_are_cut_and_said() -> None:
     assert isinstance(plan.metadata, PlanMetadata)
     assert isinstance(plan.metadata.choice, SkillChoice)
     assert [chosen.skill for chosen in plan.metadata.choice.skills] == called(plan)[:3]
+
+
+# What a hostile user tried ---------------------------------------------------
+
+
+def copied_skills(tmp_path: Path) -> Path:
+    folder = tmp_path / "skills"
+    shutil.copytree(ROOT / "skills", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def test_the_profile_of_chosen_tools_refuses_what_it_did_not_allow() -> None:
+    choice = choose_by_cues(README_INPUT, SKILLS)
+    profile = plan_profile(SKILLS, chosen=[c.scripts for c in choice.chosen])
+    light, door = {"input": {"action": "light"}}, {"input": {"target": "iron_door"}}
+    wrong: list[Any] = [
+        {"tools": [light]},
+        {"tools": [light, door, door]},
+        {"narrative": "x"},
+        {"tools": [light, {"toolPath": "skills/dice-roller/roll.py", **door}]},
+        {"tools": [light, {**door, "required": False}]},
+        {"requestId": "00000000-0000-4000-8000-000000000000", "tools": [light, door]},
+        {"tools": "two"},
+        [light, door],
+    ]
+    for document in wrong:
+        with pytest.raises(ProfileBug, match="the profile refuses"):
+            profile.to_plan(document)
+    other = choose_by_cues("I roll the dice", SKILLS).record()
+    with pytest.raises(ProfileBug, match="is not the profile's tools"):
+        profile.to_plan({"tools": [light, door]}, choice=other)
+
+
+def test_a_narration_the_model_writes_tells_every_tool_and_is_not_required(
+    tmp_path: Path,
+) -> None:
+    folder = copied_skills(tmp_path)
+    schema_file = folder / "storyteller" / "narrate.input.json"
+    schema = json.loads(schema_file.read_text())
+    schema_file.write_text(json.dumps({**schema, "required": ["subject"]}))
+    skills = discover_skills([folder])
+    choice = choose_by_cues(README_INPUT, skills)
+    profile = plan_profile(skills, chosen=[c.scripts for c in choice.chosen])
+    story = {"input": {"subject": "the door"}}
+    written = {"tools": [{"input": {"action": "light"}}, {"input": {"target": "door"}}, story]}
+    plan = profile.to_plan(written, choice=choice.record())
+    last = plan.tools[-1]
+    assert (last.tool_path, last.dependencies, last.required) == (
+        "skills/storyteller/narrate.py",
+        ["t1", "t2"],
+        False,
+    )
+
+
+def test_an_input_schema_no_profile_can_hold_is_planned_by_the_patterns(tmp_path: Path) -> None:
+    folder = copied_skills(tmp_path)
+    (folder / "torch-lighter" / "action.json").write_text(
+        (folder / "torch-lighter" / "light.input.json").read_text()
+    )
+    (folder / "torch-lighter" / "light.input.json").write_text('{"$ref": "action.json"}')
+    skills = discover_skills([folder])
+    assert not skills.problems
+    light = skills.resolve("skills/torch-lighter/light.py")
+    with pytest.raises(GenerationFailed, match=r"light\.py has no profile: its reference"):
+        plan_profile(skills, chosen=[(light,)])
+    said: list[str] = []
+    never = Planner(Unreachable(), skills, say=said.append)  # the model is never asked
+    plan = run(never, "I light the torch")
+    assert called(plan) == ["torch-lighter", "storyteller"]
+    assert said == [
+        "planner: the model failed (the input schema of skills/torch-lighter/light.py has "
+        "no profile: its reference 'action.json' is not one of its own $defs); "
+        "planning with patterns"
+    ]
+
+
+class Unreachable:
+    async def write_chat(self, *args: Any, **options: Any) -> dict[str, Any]:
+        raise AssertionError("the model was asked")
+
+
+def test_cue_matching_stops_within_its_steps_and_says_what_it_left(tmp_path: Path) -> None:
+    folder = copied_skills(tmp_path)
+    manifest_file = folder / "torch-lighter" / "skill.json"
+    manifest = json.loads(manifest_file.read_text())
+    # A valid manifest of 64 distinct cues, each of whose 41 words reaches every input word.
+    heavy = [" ".join(["the/a"] * number + ["a/the"] * (41 - number)) for number in range(64)]
+    manifest["scripts"][0]["cues"] = heavy
+    manifest_file.write_text(json.dumps(manifest))
+    skills = discover_skills([folder])
+    assert not skills.problems
+    said: list[str] = []
+    choice = trio.run(Planner(None, skills, say=said.append).choose, "the a " * 20_000)
+    assert choice is not None
+    assert choice.untried >= 1
+    assert said[-1].startswith(f"planner: the cues of {choice.untried} scripts were not tried")
+
+
+def test_cues_read_input_in_any_case_width_and_accent() -> None:
+    full_width = "".join(chr(ord(letter) + 0xFEE0) for letter in "LIGHT")
+    for text in (f"{full_width} THE TORCH", "L\u0130GHT the torch", "I l\u00edght the t\u00f3rch"):
+        assert cued(text) == ["torch-lighter"], text
+    assert cued("Don\u2019t forget the map") == cued("Don't forget the map") != []
+
+
+def test_one_string_of_disabled_skills_and_an_unknown_way_of_choosing_are_refused() -> None:
+    with pytest.raises(TypeError, match="not one string"):
+        choose_by_cues(README_INPUT, SKILLS, "torch-lighter")
+    with pytest.raises(TypeError, match="not one string"):
+        run(Planner(None, SKILLS), README_INPUT, "torch-lighter")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="choosing is one of cues, model, plan"):
+        Planner(None, SKILLS, choosing="bogus")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tools must be at least 1"):
+        plan_profile(SKILLS, max_tools=0)
+
+
+def test_the_patterns_call_no_more_tools_than_a_plan_holds() -> None:
+    plan = pattern_plan("I light the torch. " * 4000, skills=SKILLS)
+    assert check_plan(plan) is None
+    assert called(plan) == ["torch-lighter"] * 3 + ["storyteller"]

@@ -390,3 +390,18 @@ def test_plan_execute_says_why_it_gave_up_on_stderr(tmp_path: Path, wet_torch: S
     assert done.returncode == 0, done.stderr
     assert done.stdout == fallback_narration("I light the torch") + "\n"
     assert f"plancontracts: the narrator gave up: {WHY}" in done.stderr.splitlines()
+
+
+class SilentPlanner(StubbornPlanner):
+    """A planner whose plan calls nothing and says nothing: a weak model's narration-only plan."""
+
+    async def plan(self, player_input: str, **options: Any) -> Plan:
+        return Plan(request_id="00000000-0000-4000-8000-000000000001", tools=[], narrative=" ")
+
+
+def test_a_plan_that_calls_and_says_nothing_still_tells_the_player_something(
+    tmp_path: Path,
+) -> None:
+    turn = play("I sing to the horse", SilentPlanner(), tmp_path)
+    assert not turn.fell_back
+    assert turn.narration == "You sing to the horse. The world waits."

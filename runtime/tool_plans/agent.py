@@ -20,19 +20,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ...generated.tool_plans import Plan
-from ..core.errors import GenerationFailed
+from ..core.errors import GenerationFailed, ProfileBug
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
 from .choosing import (
+    CUE_STEPS,
     Choice,
     Chosen,
     choose_by_cues,
     choose_by_model,
     narration_scripts,
     offered_scripts,
+    skill_names,
 )
 from .patterns import pattern_plan
 from .profiles import MAX_TOOLS, plan_profile
@@ -64,6 +66,9 @@ class Planner:
     choosing: Choosing = "cues"
 
     def __post_init__(self) -> None:
+        if self.choosing not in get_args(Choosing):
+            allowed = ", ".join(get_args(Choosing))
+            raise ValueError(f"choosing is one of {allowed}, not {self.choosing!r}")
         if self.writer is None:
             self.say("planner: no model; planning with patterns")
 
@@ -83,9 +88,12 @@ class Planner:
         A replan gives the skills to leave out (`disabled`), its generation,
         the plan it replaces and what went wrong with that plan (`failures`,
         lines of `prompts.what_failed`), which the model's prompt shows. The
-        model writes in a worker thread; cancelling the call stops it.
+        model writes in a worker thread; cancelling the call stops it. A
+        model's plan that fails, or that the contract refuses, is said in one
+        line and answered by the patterns. Raises TypeError when `disabled`
+        is one string.
         """
-        off = sorted(set(disabled))
+        off = sorted(skill_names(disabled))
         if self.writer is not None:
             try:
                 return await self._write(
@@ -100,6 +108,10 @@ class Planner:
                 )
             except GenerationFailed as failure:
                 self.say(f"planner: the model failed ({failure}); planning with patterns")
+            except ProfileBug as bug:
+                # A skill's input schema the decoder reads otherwise than
+                # jsonschema (`oneOf` held as `anyOf`): the plan is refused, never run.
+                self.say(f"planner: the model's plan was refused ({bug}); planning with patterns")
         return pattern_plan(
             player_input,
             skills=self.skills,
@@ -116,7 +128,7 @@ class Planner:
         None when the planner has no choosing step (`choosing="plan"`). Raises
         GenerationFailed when the model was asked and wrote no choice.
         """
-        off = sorted(set(disabled))
+        off = sorted(skill_names(disabled))
         if self.choosing == "plan":
             return None
         if self.choosing == "model":
@@ -124,6 +136,11 @@ class Planner:
                 raise GenerationFailed("no model to choose the skills")
             return await choose_by_model(self.writer, player_input, self.skills, off, seed=seed)
         choice = choose_by_cues(player_input, self.skills, off)
+        if choice.untried:
+            self.say(
+                f"planner: the cues of {choice.untried} scripts were not tried: matching them "
+                f"against this input takes more than {CUE_STEPS:,} steps"
+            )
         uncued = [
             script.skill
             for script in offered_scripts(self.skills, off)

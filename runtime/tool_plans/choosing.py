@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -47,12 +48,16 @@ __all__ = [
     "choose_by_model",
     "narration_scripts",
     "offered_scripts",
+    "skill_names",
 ]
 
 NARRATION_CAPABILITY = "narration"
 "The capability of a skill that narrates the other tools' outcomes: called last, never chosen."
 GAP_WORDS = 6
 "How many other words `...` in a cue lets stand between two of its words (the manifest's rule)."
+CUE_STEPS = 2_000_000
+"Most steps of cue matching for one input (about a second): each input word a cue word reaches."
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 _WHY_LENGTH = field_bound(ChosenSkill, "why", "max_length")
 _WORD = re.compile(r"[0-9]+(?=[a-z])|[a-z0-9]+(?:'[a-z0-9]+)*")
 "A word of an input: a number written before letters is one of its own (`2d6` is `2`, `d6`)."
@@ -81,6 +86,8 @@ class Choice:
 
     by: Literal["cues", "model", "plan", "patterns"]
     chosen: tuple[Chosen, ...]
+    untried: int = 0
+    "How many offered scripts' cues were not tried: matching ran out of steps (`CUE_STEPS`)."
 
     @property
     def skills(self) -> list[str]:
@@ -97,9 +104,16 @@ class Choice:
         )
 
 
+def skill_names(names: Iterable[str]) -> set[str]:
+    """`names` as a set of skill names; raises TypeError for one string, a set of its letters."""
+    if isinstance(names, str):
+        raise TypeError(f"skill names are given as a collection, not one string: {names!r}")
+    return set(names)
+
+
 def offered_scripts(skills: SkillSet, disabled: Iterable[str] = ()) -> list[Script]:
     """The scripts a choice may pick: usable, of enabled skills, narration skills left out."""
-    off = set(disabled)
+    off = skill_names(disabled)
     return [
         script
         for skill in skills.skills.values()
@@ -111,7 +125,7 @@ def offered_scripts(skills: SkillSet, disabled: Iterable[str] = ()) -> list[Scri
 
 def narration_scripts(skills: SkillSet, disabled: Iterable[str] = ()) -> list[Script]:
     """The usable scripts of the enabled narration skills: what a plan calls last."""
-    off = set(disabled)
+    off = skill_names(disabled)
     return [
         script
         for skill in skills.skills.values()
@@ -125,23 +139,37 @@ def choose_by_cues(text: str, skills: SkillSet, disabled: Iterable[str] = ()) ->
     """The offered scripts whose cues match `text`, ordered by where the first match starts.
 
     Each script is chosen at most once. Scripts without cues are never
-    chosen here (the model chooses them). Time is linear in the length of
-    `text`: each cue word is looked up among the input's words, never
-    searched for.
+    chosen here (the model chooses them). The input is compared folded: its
+    compatibility forms (full-width letters) and accents undone, in lower
+    case, with curly apostrophes straight. Each cue word is looked up among
+    the input's words, never searched for, and a cue with a word the input
+    lacks costs nothing more; matching stops after `CUE_STEPS` steps, the
+    scripts not tried then counted in `Choice.untried` (a hostile skill
+    folder can hold millions of cue words).
     """
     words = _Words(text)
     found: list[tuple[int, int, Chosen]] = []
-    for order, script in enumerate(offered_scripts(skills, disabled)):
+    matched: dict[str, tuple[int, int] | None] = {}
+    offered = offered_scripts(skills, disabled)
+    for order, script in enumerate(offered):
         best: tuple[int, int, str] | None = None
         for cue in script.declaration.cues:
-            span = words.match(cue)
+            if words.steps > CUE_STEPS:
+                return Choice("cues", _ordered(found), untried=len(offered) - order)
+            if cue not in matched:
+                matched[cue] = words.match(cue)
+            span = matched[cue]
             if span is not None and (best is None or span[0] < best[0]):
                 best = (span[0], span[1], cue)
         if best is not None:
             start, end, cue = best
             quoted = one_line(" ".join(words.words[start : end + 1]), 120)
             found.append((start, order, Chosen((script,), f'cue "{cue}" matched "{quoted}"')))
-    return Choice("cues", tuple(chosen for _, _, chosen in sorted(found, key=lambda f: f[:2])))
+    return Choice("cues", _ordered(found))
+
+
+def _ordered(found: list[tuple[int, int, Chosen]]) -> tuple[Chosen, ...]:
+    return tuple(chosen for _, _, chosen in sorted(found, key=lambda f: f[:2]))
 
 
 async def choose_by_model(
@@ -218,7 +246,10 @@ class _Words:
     def __init__(self, text: str) -> None:
         self.words: list[str] = []
         self.sentence: list[int] = []
-        for number, sentence in enumerate(_SENTENCE_END.split(text.lower())):
+        self.steps = 0
+        "The work done so far: positions looked at, over every cue."
+        self._places: dict[str, list[int]] = {}
+        for number, sentence in enumerate(_SENTENCE_END.split(_folded(text))):
             found = _WORD.findall(sentence)
             self.words += found
             self.sentence += [number] * len(found)
@@ -228,11 +259,13 @@ class _Words:
 
     def positions(self, place: str) -> list[int]:
         """Where a word of `place` (alternatives split by `/`) or a plain form of one stands."""
-        found: set[int] = set()
-        for word in place.split("/"):
-            for form in plain_forms(word):
-                found.update(self._at.get(form, ()))
-        return sorted(found)
+        if place not in self._places:
+            found: set[int] = set()
+            for word in place.split("/"):
+                for form in plain_forms(word):
+                    found.update(self._at.get(form, ()))
+            self._places[place] = sorted(found)
+        return self._places[place]
 
     def match(self, cue: str) -> tuple[int, int] | None:
         """The first and last word of the earliest match of `cue`, or None.
@@ -241,6 +274,9 @@ class _Words:
         position reached remembers the earliest start that reaches it.
         """
         parts = cue.split(" ")
+        places = [part for part in parts if part != "..."]
+        if not all(self.positions(place) for place in places):
+            return None  # a word the input lacks: no match, whatever the rest
         reached = {position: position for position in self.positions(parts[0])}
         gap = 0
         for part in parts[1:]:
@@ -249,6 +285,7 @@ class _Words:
                 continue
             ends = sorted(reached)
             following: dict[int, int] = {}
+            self.steps += len(ends) + len(self.positions(part))
             for position in self.positions(part):
                 # The positions reached from which this word is 1 to 1 + gap words on.
                 low = bisect.bisect_left(ends, position - 1 - gap)
@@ -267,6 +304,16 @@ class _Words:
             return None
         end, start = min(reached.items(), key=lambda item: (item[1], item[0]))
         return start, end
+
+
+def _folded(text: str) -> str:
+    """`text` as cues are compared with it: compatibility forms and accents undone, lower case.
+
+    Full-width `LIGHT` and `LİGHT` (a dotted capital I) both read `light`; a curly
+    apostrophe reads `'`.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.translate(_APOSTROPHES))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
 def plain_forms(word: str) -> set[str]:

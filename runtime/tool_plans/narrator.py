@@ -40,6 +40,8 @@ from ..core.templates import template
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
 from ..engine.skills import SkillSet
+from .choosing import NARRATION_CAPABILITY
+from .patterns import echo_narrative
 from .prompts import what_failed
 
 if TYPE_CHECKING:
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Attempt", "PlanSource", "Turn", "attempt_record", "choice_line", "play_turn"]
 
-NARRATION_CAPABILITY = "narration"
 log = logging.getLogger("plancontracts.narrator")
 
 
@@ -181,7 +182,8 @@ async def play_turn(
         if on_attempt is not None:
             on_attempt(record)
         if result.success:
-            narration = _narration(plan, result, planner.skills)
+            # A plan of no tools whose narrative is blank still tells the player something.
+            narration = _narration(plan, result, planner.skills) or echo_narrative(player_input)
             return Turn(narration, tuple(attempts), fell_back=False)
         off = list(result.disabled_skills)
         parent = plan.request_id

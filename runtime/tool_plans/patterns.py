@@ -5,7 +5,8 @@ available or a model's attempts have failed. Each intent it knows (light or
 put out a torch, examine a door, look around, roll dice, recall a memory,
 check a reputation) becomes one call of a bundled skill's script, in the order
 the player wrote them, each after the one before; the storyteller then
-narrates the lot. Input it does not understand gets a narration-only plan.
+narrates the lot; past the tools a model's plan holds (`profiles.MAX_TOOLS`)
+the rest are left out. Input it does not understand gets a narration-only plan.
 Intents whose skill is missing or disabled are left out, so every plan it
 returns passes `check_plan` against the skills it was given.
 """
@@ -23,7 +24,8 @@ from ..core.errors import UnusableScript
 from ..core.keys import snake_case
 from ..core.plain_text import one_line
 from ..engine.skills import Script, SkillSet, bundled_skills
-from .choosing import Choice, Chosen
+from .choosing import Choice, Chosen, skill_names
+from .profiles import MAX_TOOLS
 
 __all__ = ["pattern_plan"]
 
@@ -138,11 +140,13 @@ def pattern_plan(
     `parent_plan_id` fill `metadata`; `request_id` defaults to a fresh UUID.
     """
     skills = bundled_skills() if skills is None else skills
-    disabled = sorted(set(disabled))
+    disabled = sorted(skill_names(disabled))
     tools: list[ToolInvocation] = []
     narrative: list[str] = []
     chosen: list[Chosen] = []
     for intent, match in _matches(player_input):
+        if len(tools) == MAX_TOOLS - 1:
+            break  # as many as a model's plan holds, the narration last
         script = _usable(skills, intent.tool_path, disabled)
         made = intent.make_input(match)
         if script is None or made is None or not _accepts(script, made):
@@ -171,9 +175,7 @@ def pattern_plan(
             )
         )
     if not narrative:
-        echo = " ".join(player_input.split())[:MAX_ECHO].rstrip(".!?") or "wait"
-        echo = echo.removeprefix("I ").removeprefix("i ")
-        narrative.append(f"You {echo[:1].lower()}{echo[1:]}. The world waits.")
+        narrative.append(echo_narrative(player_input))
     return Plan(
         request_id=request_id or str(uuid.uuid4()),
         narrative=" ".join(narrative)[:4000],
@@ -185,6 +187,13 @@ def pattern_plan(
             choice=Choice("patterns", tuple(chosen)).record(),
         ),
     )
+
+
+def echo_narrative(player_input: str) -> str:
+    """The narration of an input nothing was called for: the input told back, on one line."""
+    echo = " ".join(player_input.split())[:MAX_ECHO].rstrip(".!?") or "wait"
+    echo = echo.removeprefix("I ").removeprefix("i ")
+    return f"You {echo[:1].lower()}{echo[1:]}. The world waits."
 
 
 def _matches(text: str) -> list[tuple[_Intent, re.Match[str]]]:

@@ -21,12 +21,12 @@ import msgspec
 
 from ...generated import PLAN
 from ...generated.tool_plans import Plan, SkillChoice
-from ..core.errors import ContractError, ProfileBug
+from ..core.errors import ContractError, GenerationFailed, ProfileBug
 from ..core.profiles import Bounds, Deriver, contract_profile
 from ..core.validation import decode
 from ..engine.checks import check_plan
 from ..engine.skills import Script, SkillSet, bundled_skills
-from .choosing import narration_scripts
+from .choosing import NARRATION_CAPABILITY, narration_scripts, skill_names
 
 __all__ = ["PlanProfile", "plan_profile"]
 
@@ -74,6 +74,17 @@ class PlanProfile:
         Raises ProfileBug when the result breaks the `plan` contract or the
         executor's checks: the profile should have made that impossible.
         """
+        from jsonschema import Draft202012Validator
+
+        found = next(iter(Draft202012Validator(self.schema).iter_errors(decoded)), None)
+        if found is not None:
+            where = "/" + "/".join(str(part) for part in found.absolute_path)
+            raise ProfileBug(f"a document the profile refuses, at {where}: {found.message}")
+        if choice is not None and self.chosen is not None:
+            skills = [a[0].skill for a in self.chosen if not self._narrates(a)]
+            told = [chosen.skill for chosen in choice.skills]
+            if told != list(dict.fromkeys(skills)):
+                raise ProfileBug(f"the choice {told} is not the profile's tools {skills}")
         written = self._calls(decoded) if self.chosen is not None else decoded
         document = {
             "requestId": request_id or str(uuid.uuid4()),
@@ -92,19 +103,29 @@ class PlanProfile:
             raise ProfileBug(f"a plan decoded under the profile was rejected: {problem.message}")
         return plan
 
+    def _narrates(self, alternatives: tuple[Script, ...]) -> bool:
+        skill = self.skills.skills.get(alternatives[0].skill)
+        return skill is not None and NARRATION_CAPABILITY in skill.manifest.capabilities
+
     def _calls(self, decoded: dict[str, Any]) -> dict[str, Any]:
-        """A plan's fields from what the model wrote for chosen tools: each after the last."""
+        """A plan's fields from what the model wrote for chosen tools: each after the last.
+
+        `decoded` is one the profile accepts: one entry for each tool of `chosen`.
+        """
         assert self.chosen is not None
-        tools = []
+        tools: list[dict[str, Any]] = []
         for position, (alternatives, entry) in enumerate(
-            zip(self.chosen, decoded.get("tools", []), strict=False), 1
+            zip(self.chosen, decoded.get("tools", []), strict=True), 1
         ):
+            earlier = [tool["toolId"] for tool in tools]
+            narrates = self._narrates(alternatives)
             tools.append(
                 {
                     "toolId": f"t{position}",
                     "toolPath": entry.get("toolPath", alternatives[0].tool_path),
-                    "input": entry.get("input", {}),
-                    "dependencies": [f"t{position - 1}"] if position > 1 else [],
+                    "input": entry["input"],
+                    "dependencies": earlier if narrates else earlier[-1:],
+                    **({"required": False} if narrates else {}),
                 }
             )
         if tools and self.narration is not None:
@@ -139,10 +160,14 @@ def plan_profile(
     then the narration skill's script (when one is enabled) narrates them
     all; the model writes only their inputs (see `PlanProfile`), and an
     empty `chosen` allows only narration-only plans. Raises ValueError when
-    `chosen` holds more tools than `max_tools` allows, or a disabled script.
+    `chosen` holds more tools than `max_tools` allows, or a disabled script,
+    or `max_tools` is under 1; TypeError when `disabled` is one string;
+    GenerationFailed when a script's input schema has no profile.
     """
     skills = bundled_skills() if skills is None else skills
-    off = tuple(sorted(set(disabled)))
+    off = tuple(sorted(skill_names(disabled)))
+    if max_tools < 1:
+        raise ValueError(f"max_tools must be at least 1, not {max_tools}")
     schema = contract_profile(PLAN, bounds)
     if chosen is not None:
         return _chosen_profile(schema, skills, off, chosen, max_tools, bounds)
@@ -234,8 +259,19 @@ def _chosen_profile(
 
 
 def _input_profile(script: Script, bounds: Bounds) -> dict[str, Any]:
-    """The decoding schema of `script`'s input: its input schema, derived within `bounds`."""
+    """The decoding schema of `script`'s input: its input schema, derived within `bounds`.
+
+    Raises GenerationFailed when the schema refers to what a profile cannot
+    hold (another file, a pointer other than `#/$defs/NAME`, a definition
+    that refers to itself): no model can be asked to write that input.
+    """
     own: dict[str, Any] = {"type": "object"}
     if script.input_validator is not None and isinstance(script.input_validator.schema, Mapping):
         own = dict(script.input_validator.schema)
-    return Deriver(own.get("$defs", {}), bounds).derive(own)
+    try:
+        return Deriver(own.get("$defs", {}), bounds).derive(own)
+    except KeyError as error:
+        why = f"its reference {error.args[0]!r} is not one of its own $defs"
+    except RecursionError:
+        why = "its definitions refer to themselves"
+    raise GenerationFailed(f"the input schema of {script.tool_path} has no profile: {why}")
