@@ -57,10 +57,10 @@ Cue: TypeAlias = Annotated[
     Meta(
         max_length=400,
         min_length=1,
-        pattern="^[a-z0-9']+(/[a-z0-9']+)*( \\.\\.\\. [a-z0-9']+(/[a-z0-9']+)*| [a-z0-9']+(/[a-z0-9']+)*)*$(?!\\n)",
+        pattern="^([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*( \\.\\.\\. ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*| ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*)*$(?!\\n)",
     ),
 ]
-"Words of a cue: lower-case words of letters, digits and `'`, separated by single spaces; `/` between words makes them alternatives for one place, and `...` between two places lets up to six other words stand there, for example `light/kindle ... torch`."
+"Words of a cue: lower-case words of letters, digits and `'` as an input is split into words (a word starts with a letter, or is a number; `'` joins two parts, as in `don't`), separated by single spaces; `/` between words makes them alternatives for one place, and `...` between two places lets up to six other words stand there, for example `light/kindle ... torch`."
 DateTime: TypeAlias = Annotated[
     str,
     Meta(

@@ -432,3 +432,19 @@ def test_the_patterns_call_no_more_tools_than_a_plan_holds() -> None:
     plan = pattern_plan("I light the torch. " * 4000, skills=SKILLS)
     assert check_plan(plan) is None
     assert called(plan) == ["torch-lighter"] * 3 + ["storyteller"]
+
+
+@pytest.mark.parametrize("cue", ["2d6", "'s", "20th", "light  torch", "... torch", "torch/"])
+def test_a_cue_no_input_word_can_match_is_refused_at_discovery(tmp_path: Path, cue: str) -> None:
+    folder = copied_skills(tmp_path)
+    manifest_file = folder / "torch-lighter" / "skill.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest["scripts"][0]["cues"] = [cue]
+    manifest_file.write_text(json.dumps(manifest))
+    skills = discover_skills([folder])
+    assert "torch-lighter" not in skills.skills
+    (problem,) = skills.problems
+    assert (
+        "torch-lighter/skill.json: skipped, not a valid skill-manifest: /scripts/0/cues/0"
+        in problem
+    )
