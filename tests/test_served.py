@@ -549,3 +549,34 @@ def test_the_command_line_offers_the_server_options_without_importing_the_client
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
     )
     assert done.stdout.splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_password_in_the_servers_address_is_never_shown() -> None:
+    said: list[str] = []
+    with model_server(always(Reply(content=ROLL))) as server:
+        address = server.url.replace("http://", "http://player:hunter2@")
+        ServedModel.connect(ServerSettings(address), environ={}, say=said.append)
+        done = cli("plan", "--server", address, "I roll a die")
+    assert done.returncode == 0, done.stderr
+    with silent_server() as (silent, _):
+        quiet = f"http://player:hunter2@{silent}"
+        failed = cli("plan", "--server", quiet, "--server-timeout", "0.5", "I roll a die")
+    refused = cli("plan", "--server", "http://player:hunter2@host/?q=1", "I roll a die")
+    assert failed.returncode == 1
+    assert refused.returncode == 2
+    for line in [*said, done.stderr, failed.stderr, refused.stderr]:
+        assert "hunter2" not in line
+    assert "http://player:***@127.0.0.1:" in said[0]
+    assert "player:***@" in failed.stderr
+    assert "player:***@" in refused.stderr
+
+
+def test_a_model_name_the_server_gives_is_shown_escaped() -> None:
+    forged = "m\x1b[2J\nplancontracts: error: forged"
+    said: list[str] = []
+    with model_server(always(Reply(content=ROLL)), models=[forged]) as server:
+        ServedModel.connect(ServerSettings(server.url), environ={}, say=said.append)
+    (line,) = said
+    assert "\x1b" not in line
+    assert "\n" not in line
+    assert line.startswith("model: m\\u001b[2J\\u000aplancontracts: error: forged served at ")

@@ -33,6 +33,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -41,7 +42,7 @@ from typing import Any
 
 import trio
 
-from ..core.errors import AnswerRefused, NoModel, ServerFailed
+from ..core.errors import AnswerRefused, NoModel, ServerFailed, printable
 from ..core.plain_text import one_line
 from .chat import Message
 from .resolution import API_KEY_VARIABLE, ServerSettings
@@ -72,6 +73,18 @@ class Counts:
     "Of them, those the profile did not accept: refused, never used."
 
 
+_PASSWORD = re.compile(r"(//[^/@:]*:)[^/@]*@")
+"The password of an address's user information: `//user:password@`."
+
+
+def redacted(url: str) -> str:
+    """`url` as it is shown in lines and errors: a password in it replaced by `***`.
+
+    Works on any text, an address httpx refuses included.
+    """
+    return _PASSWORD.sub(r"\1***@", url)
+
+
 def api_base(url: str) -> str:
     """The address requests are made under: `url` without a trailing `/`, ending in `/v1`.
 
@@ -82,11 +95,11 @@ def api_base(url: str) -> str:
     try:
         parsed = httpx.URL(url.strip())
     except (httpx.InvalidURL, TypeError) as error:
-        raise ValueError(f"not a server address: {url!r} ({error})") from None
+        raise ValueError(f"not a server address: {redacted(url)!r} ({error})") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"not an http or https server address: {url!r}")
+        raise ValueError(f"not an http or https server address: {redacted(url)!r}")
     if parsed.query or parsed.fragment:
-        raise ValueError(f"a server address has no query or fragment: {url!r}")
+        raise ValueError(f"a server address has no query or fragment: {redacted(url)!r}")
     base = str(parsed.copy_with(path=parsed.path.rstrip("/"))).rstrip("/")
     return base if base.endswith("/v1") else base + "/v1"
 
@@ -104,6 +117,11 @@ class ServedModel:
     _ssl: ssl.SSLContext | None = field(default=None, repr=False)
     _run: object = field(default=None, repr=False)
     _pool: trio.CapacityLimiter | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        """The API's address as lines and errors show it: without a password."""
+        return redacted(self.base)
 
     @classmethod
     def connect(
@@ -129,6 +147,7 @@ class ServedModel:
             base = api_base(address)
         except ValueError as error:
             raise NoModel(f"{error} ({source})") from None
+        shown = redacted(base)
         key = environ.get(API_KEY_VARIABLE, "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         served = cls(base, settings.model or "", settings, _headers=headers)
@@ -145,23 +164,24 @@ class ServedModel:
                 status = response.status_code
         except (httpx.HTTPError, _TooLong) as error:
             why = _why(error)
-            raise NoModel(f"the model server {base} ({source}) does not answer: {why}") from None
+            raise NoModel(f"the model server {shown} ({source}) does not answer: {why}") from None
         if status != 200:
             raise NoModel(
-                f"the model server {base} ({source}) answered HTTP {status} to GET /v1/models: "
+                f"the model server {shown} ({source}) answered HTTP {status} to GET /v1/models: "
                 f"{_shown(body)}"
             )
         names = _model_names(body)
         if settings.model is None:
             if not names:
-                raise NoModel(f"the model server {base} ({source}) lists no model at /v1/models")
+                raise NoModel(f"the model server {shown} ({source}) lists no model at /v1/models")
             served.model = names[0]
         elif names and settings.model not in names:
             raise NoModel(
-                f"the model server {base} ({source}) does not serve {settings.model!r}: "
+                f"the model server {shown} ({source}) does not serve {settings.model!r}: "
                 f"it lists {', '.join(repr(name) for name in names[:5])}"
             )
-        say(f"model: {served.model} served at {base} ({source})")
+        # What a server names its model is its to say: shown escaped, never as terminal codes.
+        say(f"model: {printable(served.model)} served at {shown} ({source})")
         return served
 
     async def write_chat(
@@ -256,10 +276,10 @@ class ServedModel:
                         asked = response.headers.get("retry-after")
             except (trio.TooSlowError, httpx.TimeoutException):
                 raise ServerFailed(
-                    f"the model server {self.base} gave no answer within {settings.timeout:g} s"
+                    f"the model server {self.address} gave no answer within {settings.timeout:g} s"
                 ) from None
             except _TooLong as error:
-                raise ServerFailed(f"the model server {self.base} {error}") from None
+                raise ServerFailed(f"the model server {self.address} {error}") from None
             except httpx.HTTPError as error:
                 problem = _why(error)
             else:
@@ -268,7 +288,7 @@ class ServedModel:
                         return json.loads(body)
                     except (ValueError, RecursionError):
                         raise ServerFailed(
-                            f"the model server {self.base} answered with no JSON: {_shown(body)}"
+                            f"the model server {self.address} answered with no JSON: {_shown(body)}"
                         ) from None
                 problem = f"HTTP {status}: {_shown(body)}"
                 if b"response_format" in body and self.settings.response_format == "json_schema":
@@ -276,11 +296,11 @@ class ServedModel:
                 # A 500 is a crash or, for some servers, a refused request (llama-cpp-python's
                 # and some vLLM releases' validation errors), which no other try mends: one more.
                 if status not in RETRIED_STATUSES or (status == 500 and attempt > 0):
-                    raise ServerFailed(f"the model server {self.base} answered {problem}")
+                    raise ServerFailed(f"the model server {self.address} answered {problem}")
                 wait = _retry_after(asked)
             if attempt == settings.retries:
                 tries = f"{attempt + 1} tries" if attempt else "1 try"
-                raise ServerFailed(f"the model server {self.base} failed {tries}: {problem}")
+                raise ServerFailed(f"the model server {self.address} failed {tries}: {problem}")
             self.counts.retried += 1
             if wait is None:
                 wait = settings.backoff * 2**attempt * (1 + random.random() / 2)
