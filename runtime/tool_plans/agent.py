@@ -165,19 +165,18 @@ class Planner:
         failures: Sequence[str],
     ) -> Plan:
         choice = await self.choose(player_input, disabled=off, seed=seed)
+        narrators = {script.tool_path for script in narration_scripts(self.skills, off)}
         chosen: list[Chosen] | None = None
         scripts: set[str] | None = None
         if choice is not None:
-            room = MAX_TOOLS - bool(narration_scripts(self.skills, off))
+            room = MAX_TOOLS - bool(narrators)
             chosen = list(choice.chosen[:room])
             if len(choice.chosen) > room:
                 dropped = ", ".join(c.skill for c in choice.chosen[room:])
                 self.say(f"planner: a plan calls at most {room} chosen tools; left out {dropped}")
                 choice = Choice(choice.by, tuple(chosen))
             scripts = {s.tool_path for c in chosen for s in c.scripts}
-            scripts |= (
-                {s.tool_path for s in narration_scripts(self.skills, off)} if chosen else set()
-            )
+            scripts |= narrators if chosen else set()
         profile = plan_profile(
             self.skills,
             disabled=off,
@@ -196,7 +195,7 @@ class Planner:
                 tuple(
                     Chosen((self.skills.resolve(path, off),), "the model called it in the plan")
                     for path in dict.fromkeys(called)
-                    if path not in {s.tool_path for s in narration_scripts(self.skills, off)}
+                    if path not in narrators
                 ),
             )
         return profile.to_plan(

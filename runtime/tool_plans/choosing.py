@@ -49,6 +49,7 @@ __all__ = [
     "narration_scripts",
     "offered_scripts",
     "skill_names",
+    "usable",
 ]
 
 NARRATION_CAPABILITY = "narration"
@@ -119,7 +120,7 @@ def offered_scripts(skills: SkillSet, disabled: Iterable[str] = ()) -> list[Scri
         for skill in skills.skills.values()
         if skill.name not in off and NARRATION_CAPABILITY not in skill.manifest.capabilities
         for script in skill.scripts.values()
-        if _usable(skills, script.tool_path, off)
+        if usable(skills, script.tool_path, off)
     ]
 
 
@@ -131,7 +132,7 @@ def narration_scripts(skills: SkillSet, disabled: Iterable[str] = ()) -> list[Sc
         for skill in skills.skills.values()
         if skill.name not in off and NARRATION_CAPABILITY in skill.manifest.capabilities
         for script in skill.scripts.values()
-        if _usable(skills, script.tool_path, off)
+        if usable(skills, script.tool_path, off)
     ]
 
 
@@ -232,12 +233,12 @@ def choice_profile(offered: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _usable(skills: SkillSet, tool_path: str, disabled: set[str]) -> bool:
+def usable(skills: SkillSet, tool_path: str, disabled: Iterable[str]) -> Script | None:
+    """The script `tool_path` names when a plan may call it with `disabled` off, else None."""
     try:
-        skills.resolve(tool_path, disabled)
+        return skills.resolve(tool_path, disabled)
     except UnusableScript:
-        return False
-    return True
+        return None
 
 
 class _Words:

@@ -202,8 +202,12 @@ def choice_line(plan: Plan) -> str:
     if isinstance(choice, SkillChoice):
         reasons = "; ".join(f"{chosen.skill} ({chosen.why})" for chosen in choice.skills)
         return f"skills chosen by {choice.by}: {reasons or 'none'}"
-    called = sorted({call.tool_path.split("/")[1] for call in plan.tools if "/" in call.tool_path})
-    return f"skills called: {', '.join(called) or 'none'}"
+    return f"skills called: {', '.join(_skills_called(plan)) or 'none'}"
+
+
+def _skills_called(plan: Plan) -> list[str]:
+    """The skills whose scripts `plan` calls, sorted, each once."""
+    return sorted({call.tool_path.split("/")[1] for call in plan.tools if "/" in call.tool_path})
 
 
 def fallback_narration(player_input: str) -> str:
@@ -257,9 +261,7 @@ def attempt_record(attempt: Attempt) -> PlanAttempt:
         plan_id=plan.request_id,
         generation=attempt.generation,
         outcome=outcome,
-        skills=sorted(
-            {call.tool_path.split("/")[1] for call in plan.tools if "/" in call.tool_path}
-        ),
+        skills=_skills_called(plan),
         plan=plan,
         failures=failures,
         disabled_skills=list(result.disabled_skills),

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...generated.tool_plans import Plan, PlanMetadata, ToolInvocation
-from ..core.errors import UnusableScript
 from ..core.keys import snake_case
 from ..core.plain_text import one_line
 from ..engine.skills import Script, SkillSet, bundled_skills
-from .choosing import Choice, Chosen, skill_names
+from .choosing import Choice, Chosen, skill_names, usable
 from .profiles import MAX_TOOLS
 
 __all__ = ["pattern_plan"]
@@ -147,7 +146,7 @@ def pattern_plan(
     for intent, match in _matches(player_input):
         if len(tools) == MAX_TOOLS - 1:
             break  # as many as a model's plan holds, the narration last
-        script = _usable(skills, intent.tool_path, disabled)
+        script = usable(skills, intent.tool_path, disabled)
         made = intent.make_input(match)
         if script is None or made is None or not _accepts(script, made):
             continue
@@ -163,7 +162,7 @@ def pattern_plan(
             )
         )
         narrative.append(intent.narrative)
-    storyteller = _usable(skills, STORYTELLER, disabled)
+    storyteller = usable(skills, STORYTELLER, disabled)
     if tools and storyteller is not None and tools[-1].tool_path != STORYTELLER:
         tools.append(
             ToolInvocation(
@@ -203,13 +202,6 @@ def _matches(text: str) -> list[tuple[_Intent, re.Match[str]]]:
         for match in intent.pattern.finditer(text)
     ]
     return [(intent, match) for _, _, intent, match in sorted(found, key=lambda f: f[:2])]
-
-
-def _usable(skills: SkillSet, tool_path: str, disabled: list[str]) -> Script | None:
-    try:
-        return skills.resolve(tool_path, disabled)
-    except UnusableScript:
-        return None
 
 
 def _accepts(script: Script, value: dict[str, Any]) -> bool:
