@@ -13,6 +13,7 @@ schemas it needs minutes per thousand documents; this needs seconds.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from functools import cache
@@ -111,8 +112,7 @@ class _Builder:
         low = schema.get("minLength", 0)
         high = schema.get("maxLength")
         if "pattern" in schema:
-            pattern = display_pattern(schema["pattern"])
-            texts = st.from_regex(re.compile(pattern), fullmatch=True)
+            texts = matching(display_pattern(schema["pattern"]))
         else:
             # Mostly short text; sometimes exactly as long as allowed, to test the bound
             # (one repeated character, which costs hypothesis almost no entropy).
@@ -150,6 +150,114 @@ class _Builder:
         return st.dictionaries(
             keys, JSON_VALUES if values is True else self.build(values), min_size=low, max_size=size
         )
+
+
+# Patterns ---------------------------------------------------------------------
+
+# Python's own regular-expression parser; `re._parser` has no type stubs, and the
+# public alias `sre_parse` warns that it is deprecated.
+_PARSER: Any = importlib.import_module("re._parser")
+# Repetitions a `*` or `+` adds at most beyond its minimum: of one character, as many
+# as `st.text` above; of a group, fewer, as groups nest and their lengths multiply.
+UNBOUNDED_CHARACTERS = 12
+UNBOUNDED_GROUPS = 4
+# What `\s` matches in a `str` pattern: the characters `str.isspace` accepts, none past U+3000.
+WHITESPACE = "".join(ch for ch in map(chr, range(0x3001)) if ch.isspace())
+
+
+@cache
+def matching(pattern: str) -> st.SearchStrategy[str]:
+    """Strings `pattern` (a Python regular expression) fully matches.
+
+    `st.from_regex` draws a pattern's strings character by character and
+    keeps each group's text to check back-references, which made it most of
+    the agreement test's time; `read_directly` draws the patterns the
+    contracts use much faster. A pattern it cannot read is left to
+    `st.from_regex`; every drawn document is checked against its schema
+    either way.
+    """
+    direct = read_directly(pattern)
+    return st.from_regex(re.compile(pattern), fullmatch=True) if direct is None else direct
+
+
+def read_directly(pattern: str) -> st.SearchStrategy[str] | None:
+    """Strings `pattern` fully matches, drawn part by part; None for a pattern it cannot read.
+
+    The pattern is read with Python's own parser. A run of one character
+    class is one hypothesis string, drawn in one choice; groups, repeats and
+    alternatives are drawn as such. It cannot read flags, back-references,
+    anchors other than at both ends, or classes such as `\\w` and `\\d`.
+    """
+    parsed = _PARSER.parse(pattern)
+    nodes = list(parsed)
+    if nodes and str(nodes[0][0]) == "AT" and str(nodes[0][1]) == "AT_BEGINNING":
+        nodes = nodes[1:]
+    if nodes and str(nodes[-1][0]) == "AT" and str(nodes[-1][1]) == "AT_END":
+        nodes = nodes[:-1]
+    if parsed.state.flags != re.UNICODE:  # the default flags of a `str` pattern
+        return None
+    try:
+        return _sequence(nodes)
+    except _Unknown:
+        return None
+
+
+class _Unknown(Exception):
+    """A part of a pattern that `matching` leaves to `st.from_regex`."""
+
+
+def _sequence(nodes: list[Any]) -> st.SearchStrategy[str]:
+    parts = [_node(op, argument) for op, argument in nodes]
+    if len(parts) == 1:
+        return parts[0]
+    return st.tuples(*parts).map("".join)
+
+
+def _node(op: Any, argument: Any) -> st.SearchStrategy[str]:
+    name = str(op)
+    if name in ("LITERAL", "NOT_LITERAL", "IN", "ANY"):
+        return st.text(_alphabet(name, argument), min_size=1, max_size=1)
+    if name in ("MAX_REPEAT", "MIN_REPEAT"):
+        low, high, body = argument
+        unbounded = high == _PARSER.MAXREPEAT
+        if len(body) == 1 and str(body[0][0]) in ("LITERAL", "NOT_LITERAL", "IN", "ANY"):
+            high = low + UNBOUNDED_CHARACTERS if unbounded else high
+            return st.text(_alphabet(str(body[0][0]), body[0][1]), min_size=low, max_size=high)
+        high = low + UNBOUNDED_GROUPS if unbounded else high
+        return st.lists(_sequence(list(body)), min_size=low, max_size=high).map("".join)
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, body = argument
+        if add_flags or del_flags:
+            raise _Unknown
+        return _sequence(list(body))
+    if name == "BRANCH":
+        return st.one_of(*(_sequence(list(branch)) for branch in argument[1]))
+    raise _Unknown
+
+
+def _alphabet(name: str, argument: Any) -> st.SearchStrategy[str]:
+    """The characters one class, literal or `.` matches, as a one-character strategy."""
+    if name == "LITERAL":
+        return st.sampled_from([chr(argument)])
+    if name == "NOT_LITERAL":
+        return st.characters(codec="utf-8", exclude_characters=chr(argument))
+    if name == "ANY":  # `.` matches anything but a newline
+        return st.characters(codec="utf-8", exclude_characters="\n")
+    negated = bool(argument) and str(argument[0][0]) == "NEGATE"
+    chars: list[str] = []
+    for op, value in argument[1:] if negated else argument:
+        kind = str(op)
+        if kind == "LITERAL":
+            chars.append(chr(value))
+        elif kind == "RANGE":
+            chars.extend(map(chr, range(value[0], value[1] + 1)))
+        elif kind == "CATEGORY" and str(value) == "CATEGORY_SPACE":
+            chars.extend(WHITESPACE)
+        else:
+            raise _Unknown
+    if negated:
+        return st.characters(codec="utf-8", exclude_characters="".join(chars))
+    return st.characters(codec="utf-8", categories=(), include_characters="".join(chars))
 
 
 # Mutations --------------------------------------------------------------------

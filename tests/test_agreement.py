@@ -26,11 +26,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from schema_strategies import mutated, valid_documents
+from schema_strategies import matching, mutated, read_directly, valid_documents
+from tiers import examples_at_most
 
 from plancontracts import ContractError, contract_names, contract_schema, decode, root_type
 from plancontracts.runtime.core.contracts import has_schema_only_rules
 from plancontracts.runtime.core.rules import rules_of
+from plancontracts.runtime.core.schema_text import display_pattern
 
 # The largest documents: even the fast tier's thirty of each take seconds to draw and judge.
 LARGEST = {"story-draft", "story-package"}
@@ -61,6 +63,47 @@ def test_typed_path_and_schema_agree(contract: str) -> None:
     # A strategy that silently drew nothing would make this test prove nothing.
     assert drawn["documents"] >= settings().max_examples, drawn
     assert drawn["invalid mutants"] > 0, drawn
+
+
+def schema_patterns(value: Any) -> set[str]:
+    """Every `pattern` keyword in a schema, as written."""
+    if isinstance(value, dict):
+        found = {value["pattern"]} if isinstance(value.get("pattern"), str) else set()
+        return found.union(*(schema_patterns(child) for child in value.values()))
+    if isinstance(value, list):
+        return set().union(*(schema_patterns(child) for child in value))
+    return set()
+
+
+PATTERNS = sorted(set().union(*(schema_patterns(contract_schema(n)) for n in contract_names())))
+
+
+def test_every_pattern_of_the_contracts_is_drawn_directly() -> None:
+    # One left to `st.from_regex` would still be right, at several times the cost.
+    assert PATTERNS
+    assert [p for p in PATTERNS if read_directly(display_pattern(p)) is None] == []
+
+
+# The agreement test checks every drawn document against its schema; these two
+# check the drawing of patterns alone, which needs fewer examples.
+@settings(max_examples=examples_at_most(200))
+@given(st.data())
+def test_a_pattern_drawn_directly_draws_only_strings_it_matches(data: st.DataObject) -> None:
+    pattern = data.draw(st.sampled_from(PATTERNS), label="pattern")
+    text = data.draw(matching(display_pattern(pattern)), label="text")
+    assert re.fullmatch(pattern, text), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [r"^(a|b)\1$", r"^\w+$", r"^a$|^b$", "(?i)^ab$"])
+def test_a_pattern_it_cannot_read_is_left_to_from_regex(pattern: str) -> None:
+    assert read_directly(pattern) is None
+
+    @settings(max_examples=examples_at_most(50))
+    @given(matching(pattern))
+    def check(text: str) -> None:
+        assert re.fullmatch(pattern, text), text
+
+    check()
 
 
 def judge(contract: str, validator: Draft202012Validator, document: Any) -> bool:
