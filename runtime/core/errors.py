@@ -22,6 +22,7 @@ re-export the ones their users catch:
     ├── ScriptFailure                   a script's function ends its run with ok false
     ├── UnusableScript (LookupError)    a `toolPath` that names no usable script
     ├── TooLarge (ValueError)           a file larger than it may be
+    ├── OutOfTime                       a schema's check ran past its deadline
     ├── StoreError                      a story database that cannot be used
     ├── AssetGenerationError            the asset hook could not make an asset
     └── TooManyGoals (ValueError)       a goal list that is full
@@ -360,6 +361,17 @@ class UnusableScript(PlanContractsError, LookupError):
 
 class TooLarge(PlanContractsError, ValueError):
     """A file larger than it may be."""
+
+
+class OutOfTime(PlanContractsError):
+    """A schema's check ran past its deadline (see `runtime.core.patterns.deadline`).
+
+    `pattern` is the pattern being matched when time ran out, if one was.
+    """
+
+    def __init__(self, pattern: str | None) -> None:
+        super().__init__(pattern)
+        self.pattern = pattern
 
 
 # Families ------------------------------------------------------------------------------------

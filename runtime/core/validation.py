@@ -52,12 +52,14 @@ from .errors import (
 )
 from .jsontext import copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
+from .patterns import OutOfTime, deadline, matches, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaError
+    from referencing import Registry
 
 __all__ = ["BUNDLED", "ContractSet", "convert", "decode", "parse_document", "violations"]
 
@@ -91,6 +93,7 @@ class ContractSet:
         types: Mapping[str, Any] | None = None,
         schema_only_rules: Collection[str] = (),
         rules: Callable[[str], Rules | None] | None = None,
+        pattern_seconds: float | None = None,
     ) -> None:
         """A set of the contracts that `schemas` maps by name to their self-contained schemas.
 
@@ -100,11 +103,17 @@ class ContractSet:
         that have one to their generated type; `schema_only_rules` names the
         typed contracts whose schema checks more than their type can; `rules`
         gives a contract's rules beyond the schema (by default, none).
+        `pattern_seconds` bounds the time the schema's patterns may take to
+        judge one document (None: no bound, for schemas whose patterns are
+        known); past it, the document is refused, naming the pattern. No
+        schema is read or fetched from anywhere: a reference the schemas do
+        not hold is refused.
         """
         self._schemas = schemas
         self._types = types or {}
         self._schema_only_rules = schema_only_rules
         self._rules = rules
+        self._pattern_seconds = pattern_seconds
         self._validators: dict[str, Draft202012Validator] = {}
         self._default_rules: dict[str, Rules | None] = {}
 
@@ -156,17 +165,22 @@ class ContractSet:
         # missing field apart, and its explanation names them all at once.
         found: dict[Violation, None] = {}
         try:
-            for violation in chain.from_iterable(
-                _explain(error, validator.schema) for error in errors
-            ):
-                found[violation] = None
-                if len(found) > MAX_VIOLATIONS:
-                    break
+            with deadline(self._pattern_seconds):
+                for violation in chain.from_iterable(
+                    _explain(error, validator.schema) for error in errors
+                ):
+                    found[violation] = None
+                    if len(found) > MAX_VIOLATIONS:
+                        break
         except RecursionError:
             # Only a schema that refers to itself makes the validator follow the
             # document's depth (none of plancontracts' own does): past Python's
             # recursion limit, the document is refused rather than judged.
             found[Violation("", _TOO_DEEP_FOR_SCHEMA)] = None
+        except OutOfTime as out:
+            pattern = shown(display_pattern(out.pattern or ""), limit=120)
+            took = f"took more than {self._pattern_seconds} s"
+            found[Violation("", f"matching the pattern {pattern} {took}: not judged")] = None
         return _merged(list(found), _rule_violations(chosen, value))
 
     def parse_document(self, contract: str, data: bytes | str) -> Any:
@@ -203,7 +217,7 @@ class ContractSet:
         validator = self._validators.get(contract)
         if validator is None:
             self.require(contract)
-            validator = _bounded_validator()(self._schemas[contract])
+            validator = _bounded_validator()(self._schemas[contract], registry=_nothing_retrieved())
             self._validators[contract] = validator
         return validator
 
@@ -389,6 +403,22 @@ def _bounded_validator() -> type[Draft202012Validator]:
     return extend(Draft202012Validator, _bounded_keywords())
 
 
+@cache
+def _nothing_retrieved() -> Registry[Any]:
+    """A registry that retrieves nothing: every schema judged by is self-contained.
+
+    jsonschema's default one fetches an unknown URI over the network, or reads a `file:` one.
+    """
+    from referencing import Registry
+    from referencing.exceptions import NoSuchResource
+
+    def refuse(uri: str) -> Any:
+        raise NoSuchResource(uri)
+
+    # attrs' `retrieve` field is not visible to mypy as an argument.
+    return Registry(retrieve=refuse)  # type: ignore[call-arg]
+
+
 def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
     from jsonschema.exceptions import ValidationError
 
@@ -415,8 +445,19 @@ def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
             yield ValidationError("not the constant")
 
     def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[SchemaError]:
-        if validator.is_type(instance, "string") and not re.search(regex, instance):
+        if validator.is_type(instance, "string") and not matches(regex, instance):
             yield ValidationError("does not match the pattern")
+
+    def unique_items(validator: Any, unique: Any, instance: Any, _: Any) -> Iterator[SchemaError]:
+        # Compared by a canonical form, hashed: linear, where comparing every pair was quadratic.
+        if unique is True and validator.is_type(instance, "array"):
+            seen: set[str] = set()
+            for item in instance:
+                form = _canonical(item)
+                if form in seen:
+                    yield ValidationError("items are not unique")
+                    return
+                seen.add(form)
 
     def branches(validator: Any, schemas: list[Any], instance: Any) -> Iterator[list[SchemaError]]:
         for index, branch in enumerate(schemas):
@@ -459,7 +500,9 @@ def _bounded_keywords() -> dict[str, Callable[..., Iterator[SchemaError]]]:
         "type": type_,
         "enum": enum,
         "const": const,
+        **pattern_keywords(),
         "pattern": pattern,
+        "uniqueItems": unique_items,
         "anyOf": any_of,
         "oneOf": one_of,
         "additionalProperties": additional_properties,
@@ -477,8 +520,45 @@ def _extra_keys(instance: dict[str, Any], schema: Any) -> Iterator[str]:
     known = schema.get("properties", {})
     patterns = schema.get("patternProperties", {})
     return (
-        key for key in instance if key not in known and not any(re.search(p, key) for p in patterns)
+        key for key in instance if key not in known and not any(matches(p, key) for p in patterns)
     )
+
+
+def _canonical(value: Any) -> str:
+    """`value` as text that is the same for JSON-equal values, for hashing.
+
+    As JSON Schema compares values: 1 and 1.0 are equal, true and 1 are not,
+    and an object's key order does not count. Built without recursion.
+    """
+    out: list[str] = []
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Literal):
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append("{")
+            pending.append(_Literal("}"))
+            for key in sorted(item, reverse=True):
+                pending += [_Literal(","), item[key], _Literal(json.dumps(key) + ":")]
+        elif isinstance(item, list):
+            out.append("[")
+            pending.append(_Literal("]"))
+            for element in reversed(item):
+                pending += [_Literal(","), element]
+        elif isinstance(item, bool) or item is None:
+            out.append(json.dumps(item))
+        elif isinstance(item, int | float):
+            # An integral float is its integer (1.0 is 1); other floats keep their repr.
+            integral = isinstance(item, int) or (item.is_integer())
+            out.append(str(int(item)) if integral else repr(item))
+        else:
+            out.append(json.dumps(item))
+    return "".join(out)
+
+
+class _Literal(str):
+    """A piece of `_canonical`'s text, told apart from a string value still to be written."""
 
 
 def _equal(one: Any, two: Any) -> bool:
@@ -628,6 +708,13 @@ def _describe(keyword: str, expected: Any, instance: Any) -> str:
             if keyword == "minProperties":
                 return f"has {count}; needs at least {expected}"
             return f"has {count}; at most {expected} allowed"
+        case "uniqueItems":
+            first: dict[str, int] = {}
+            for index, item in enumerate(instance):
+                earlier = first.setdefault(_canonical(item), index)
+                if earlier != index:
+                    return f"items {earlier} and {index} are equal; items must be unique"
+            return "items must be unique"
         case "minimum" | "exclusiveMinimum" | "maximum" | "exclusiveMaximum":
             return f"{shown(instance)} is {_BOUNDS[keyword]} {expected}"
         case _:

@@ -9,9 +9,7 @@ by the same rules whoever starts it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,6 +23,7 @@ if TYPE_CHECKING:
 
 from ..core.errors import TooLarge
 from ..core.jsontext import parse
+from ..core.patterns import OutOfTime, compiled, deadline, matches, time_left
 from .skill_files import inside, read_regular_file, reason
 
 __all__ = ["MAX_INPUT_SCHEMA_BYTES", "InputProblem", "check_input", "input_validator"]
@@ -58,22 +57,20 @@ def check_input(
     """
     from jsonschema.exceptions import best_match
 
-    deadline = _DEADLINE.set(time.monotonic() + seconds)
     try:
-        problem = best_match(validator.iter_errors(value))
+        with deadline(seconds):
+            problem = best_match(validator.iter_errors(value))
     except RecursionError:
         return InputProblem(
             "input_too_deep", None, f"input nests too deeply to be checked against {schema}"
         )
-    except _OutOfTime as out:
+    except OutOfTime as out:
         matching = f" (matching the pattern {out.pattern!r})" if out.pattern else ""
         return InputProblem(
             "input_check_timeout",
             None,
             f"checking the input against {schema} ran out of time before {until}{matching}",
         )
-    finally:
-        _DEADLINE.reset(deadline)
     if problem is None:
         return None
     where = "/" + "/".join(map(str, problem.absolute_path))
@@ -263,35 +260,9 @@ def _check_pattern_keywords(node: dict[str, Any]) -> None:
         import regex  # here: a script whose schema has no pattern is spared its import
 
         try:
-            regex.compile(pattern, regex.VERSION0)
+            compiled(pattern)
         except regex.error as error:
             raise ValueError(f"the pattern {pattern!r} cannot be used: {error}") from None
-
-
-_DEADLINE: ContextVar[float | None] = ContextVar("input check deadline", default=None)
-"When the input check under way must stop, on the monotonic clock; None: no limit."
-
-
-class _OutOfTime(Exception):
-    def __init__(self, pattern: str | None) -> None:
-        super().__init__(pattern)
-        self.pattern = pattern
-        "The pattern being matched when time ran out, if one was."
-
-
-_LONGEST_MATCH = 1e9
-"Seconds: `regex` overflows past about 1e17 and times out at once; 31 years is no limit here."
-
-
-def _time_left(pattern: str | None) -> float | None:
-    """Seconds left before `_DEADLINE` (None without one), for `regex`; `_OutOfTime` at it."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return None
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise _OutOfTime(pattern)
-    return min(left, _LONGEST_MATCH)
 
 
 @cache
@@ -308,20 +279,12 @@ def _validator_class() -> type[Validator]:
     def match_on_time(
         validator: Validator, pattern: str, instance: Any, schema: Any
     ) -> Iterator[ValidationError]:
-        if not validator.is_type(instance, "string"):
-            return
-        import regex  # imported once a schema has a pattern: `_check_pattern_keywords` did
-
-        try:
-            found = regex.search(pattern, instance, regex.VERSION0, timeout=_time_left(pattern))
-        except TimeoutError:
-            raise _OutOfTime(pattern) from None
-        if found is None:
+        if validator.is_type(instance, "string") and not matches(pattern, instance):
             yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
     def on_time(keyword: Any) -> Any:
         def follow(validator: Validator, reference: str, instance: Any, schema: Any) -> Any:
-            _time_left(None)
+            time_left(None)
             yield from keyword(validator, reference, instance, schema)
 
         return follow

@@ -51,10 +51,12 @@ def profile_accepts(document: object, schema: dict[str, Any]) -> TypeGuard[dict[
 
     Constrained decoding should make it hold by construction; a backend that
     fails silently, or a server that drops a constraint, is caught here.
+    Patterns are matched as the grammar holds them, whole (`^2d6$` refuses
+    `"2d6\\n"`, which Python's `re` would take).
     """
-    from jsonschema import Draft202012Validator
+    from ..core.patterns import pattern_validator
 
-    return isinstance(document, dict) and Draft202012Validator(schema).is_valid(document)
+    return isinstance(document, dict) and pattern_validator()(schema).is_valid(document)
 
 
 def say_on_stderr(line: str) -> None:

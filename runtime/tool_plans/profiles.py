@@ -74,9 +74,9 @@ class PlanProfile:
         Raises ProfileBug when the result breaks the `plan` contract or the
         executor's checks: the profile should have made that impossible.
         """
-        from jsonschema import Draft202012Validator
+        from ..core.patterns import pattern_validator
 
-        found = next(iter(Draft202012Validator(self.schema).iter_errors(decoded)), None)
+        found = next(iter(pattern_validator()(self.schema).iter_errors(decoded)), None)
         if found is not None:
             where = "/" + "/".join(str(part) for part in found.absolute_path)
             raise ProfileBug(f"a document the profile refuses, at {where}: {found.message}")
