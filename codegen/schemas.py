@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import quote, unquote, urldefrag, urljoin
 
 JSONSchema = dict[str, Any]
 
@@ -32,6 +34,27 @@ NAMED_SUBSCHEMAS = ("properties", "$defs", "patternProperties", "dependentSchema
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _SHOWN = 120
 "Characters of a schema checker's message kept in an error line: it may quote a whole value."
+MAX_SCHEMA_FILE_BYTES = 4 << 20
+"What one schema file may hold: plancontracts' largest holds 32 kB."
+MAX_SCHEMA_FOLDER_BYTES = 32 << 20
+"What a schema folder's files may hold together."
+MAX_SCHEMA_DEPTH = 64
+"""How deeply a schema file's JSON may nest: plancontracts' deepest nests 11 levels. Checking
+and bundling a schema follow its depth by recursion, which Python bounds."""
+_REFUSED_KEYWORDS = {
+    "$dynamicRef": "refer with `$ref` to a file of the folder or one of its `$defs`",
+    "$dynamicAnchor": "refer with `$ref` to a file of the folder or one of its `$defs`",
+}
+"Keywords a schema folder may not use, with what to do instead: bundling cannot keep them."
+_VALUES = {"const", "enum", "default", "examples"}
+"Keywords whose value is data, not schemas."
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 class SchemaTreeError(Exception):
@@ -83,14 +106,12 @@ class SchemaTree:
         self.documents: dict[str, JSONSchema] = {}
         self.paths: dict[str, Path] = {}
         contracts: dict[str, Contract] = {}
+        left = MAX_SCHEMA_FOLDER_BYTES
         for path in sorted(root.rglob("*.json")):
             relative = path.relative_to(root)
-            try:
-                document = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise SchemaTreeError(f"{relative}: cannot read as JSON: {error}") from error
-            if not isinstance(document, dict):
-                raise SchemaTreeError(f"{relative}: a schema file must hold a JSON object")
+            data = _read_schema_file(root, path, relative, min(left, MAX_SCHEMA_FILE_BYTES))
+            left -= len(data)
+            document = _parse_schema_file(data, relative)
             uri = document.get("$id")
             if not isinstance(uri, str) or not uri:
                 raise SchemaTreeError(f"{relative}: has no `$id`")
@@ -99,6 +120,7 @@ class SchemaTree:
             if uri in self.documents:
                 raise SchemaTreeError(f"{relative}: `$id` {uri} is used twice")
             _check_schema(document, relative)
+            _check_keywords(document, relative)
             self.documents[uri] = document
             self.paths[uri] = relative
             if "type" in document or "oneOf" in document:
@@ -152,11 +174,22 @@ class SchemaTree:
         return {"$schema": DRAFT_2020_12, "$defs": dict(sorted(bundler.definitions.items()))}
 
     def resolve(self, base: str, reference: str) -> tuple[str, str]:
-        """Split a `$ref` seen in document `base` into (document URI, JSON Pointer)."""
-        uri, fragment = urldefrag(urljoin(base, reference))
+        """Split a `$ref` seen in document `base` into (document URI, JSON Pointer).
+
+        The pointer is percent-decoded, as a URI fragment is (RFC 6901,
+        section 6); its tokens keep their `~0` and `~1` escapes. Raises
+        SchemaTreeError when the reference names no file of the folder: none
+        is read or fetched from anywhere else.
+        """
+        try:
+            uri, fragment = urldefrag(urljoin(base, reference))
+        except ValueError as error:  # a URI that cannot be parsed, such as `http://[`
+            raise SchemaTreeError(f"{self.paths[base]}: `$ref` {reference!r}: {error}") from None
         if uri not in self.documents:
-            raise SchemaTreeError(f"{self.paths[base]}: `$ref` {reference!r} names no schema file")
-        return uri, fragment
+            raise SchemaTreeError(
+                f"{self.paths[base]}: `$ref` {reference!r} names no schema file of the folder"
+            )
+        return uri, unquote(fragment)
 
 
 class _Bundler:
@@ -176,7 +209,8 @@ class _Bundler:
         result: JSONSchema = {}
         for key, value in node.items():
             if key == "$ref":
-                result[key] = "#/$defs/" + self.add(*self.tree.resolve(base, value))
+                name = self.add(*self.tree.resolve(base, value))
+                result[key] = "#/$defs/" + _fragment_token(name)
             elif (key in ("$id", "$schema") and not keep_identity) or (
                 key == "examples" and self.drop_examples
             ):
@@ -219,13 +253,12 @@ class _Bundler:
                 f"{self.tree.paths[uri]}#{pointer}: references must name a whole file "
                 "or one entry of its `$defs`"
             )
-        return parts[2]
+        return _unescape(parts[2])
 
 
 def _follow(document: JSONSchema, pointer: str, path: Path) -> JSONSchema:
     node: Any = document
-    for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
+    for token in map(_unescape, pointer.split("/")[1:]):
         if not isinstance(node, dict) or token not in node:
             raise SchemaTreeError(f"{path}#{pointer}: no such definition")
         node = node[token]
@@ -266,3 +299,97 @@ def walk(schema: Any, pointer: str = "") -> Iterator[tuple[str, JSONSchema]]:
 
 def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def _unescape(token: str) -> str:
+    # In this order, so that `~01` is `~1` (RFC 6901, section 4).
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _fragment_token(name: str) -> str:
+    """`name` as a JSON Pointer token in a URI fragment: escaped, then percent-encoded."""
+    return quote(_escape(name), safe="~!$&'()*+,;=:@")
+
+
+def _read_schema_file(root: Path, path: Path, relative: Path, limit: int) -> bytes:
+    """The bytes of one schema file: a regular file inside `root`, of at most `limit` bytes.
+
+    A FIFO, a device or a folder is refused before it is opened for reading
+    (opening a FIFO waits for a writer; /dev/zero never ends), and so is a
+    symbolic link that leaves the folder. Raises SchemaTreeError naming why.
+    """
+    try:
+        real = path.resolve(strict=True)
+        if not real.is_relative_to(root.resolve()):
+            raise SchemaTreeError(f"{relative}: is a symbolic link that leaves the folder")
+        _require_regular(os.stat(real).st_mode, relative)
+        descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+        with open(descriptor, "rb") as file:
+            _require_regular(os.fstat(descriptor).st_mode, relative)  # replaced in between?
+            data = file.read(limit + 1)
+    except RuntimeError:  # how Python before 3.13 reports a loop of symbolic links
+        raise SchemaTreeError(f"{relative}: is a loop of symbolic links") from None
+    except OSError as error:
+        raise SchemaTreeError(f"{relative}: cannot read: {error.strerror or error}") from None
+    if len(data) > limit:
+        whole = " (with the files before it)" if limit < MAX_SCHEMA_FILE_BYTES else ""
+        raise SchemaTreeError(f"{relative}: holds more than {limit} bytes{whole}")
+    return data
+
+
+def _require_regular(mode: int, relative: Path) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
+        raise SchemaTreeError(f"{relative}: is not a regular file ({kind})")
+
+
+def _parse_schema_file(data: bytes, relative: Path) -> JSONSchema:
+    """One schema file's JSON object. Raises SchemaTreeError if it is none, or nests too deeply."""
+    if _nesting(data) > MAX_SCHEMA_DEPTH:
+        raise SchemaTreeError(f"{relative}: nests more than {MAX_SCHEMA_DEPTH} levels deep")
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SchemaTreeError(f"{relative}: cannot read as JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise SchemaTreeError(f"{relative}: a schema file must hold a JSON object")
+    return document
+
+
+_NESTING = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
+"A string, possessive (its brackets are text), or a bracket."
+
+
+def _nesting(data: bytes) -> int:
+    """How deeply the JSON text `data` nests, counted on its brackets outside strings."""
+    depth = deepest = 0
+    for token in _NESTING.finditer(data):
+        mark = token.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def _check_keywords(document: JSONSchema, relative: Path) -> None:
+    """Refuse a keyword the folder's schemas may not use, naming where it is."""
+    # Every object of the file but values (`const`, `enum`, `default`, `examples`), wherever
+    # it sits: `walk` knows the keywords code generation reads, jsonschema follows more.
+    # A map of names (`properties`) holds schemas under any name, `const` included.
+    pending: list[tuple[str, Any, bool]] = [("", document, False)]
+    while pending:
+        pointer, node, names = pending.pop()
+        if isinstance(node, list):
+            pending += [(f"{pointer}/{index}", item, False) for index, item in enumerate(node)]
+        elif isinstance(node, dict):
+            for keyword, instead in _REFUSED_KEYWORDS.items():
+                if keyword in node and not names:
+                    where = f"{relative}#{pointer}"
+                    raise SchemaTreeError(f"{where}: `{keyword}` is not supported: {instead}")
+            pending += [
+                (f"{pointer}/{_escape(key)}", value, not names and key in NAMED_SUBSCHEMAS)
+                for key, value in node.items()
+                if names or key not in _VALUES
+            ]

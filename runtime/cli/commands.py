@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -162,14 +163,39 @@ def _schema_folder(folder: Path) -> ContractSet:
     Bundling needs only the schema tree, never the model generator. Raises
     `UsageError` for a folder the code generator could not read either.
     """
-    from ...codegen.schemas import SchemaTree, SchemaTreeError
+    from ...codegen.schemas import SchemaTree, SchemaTreeError, walk
 
     try:
         tree = SchemaTree(folder)
         bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
+        for name, bundle in bundles.items():
+            for pointer, node in walk(bundle):
+                _check_patterns(node, f"{tree.contracts[name].path}#{pointer}")
     except SchemaTreeError as error:
         raise UsageError(printable(f"--schemas {folder}: {error}")) from None
-    return ContractSet(bundles)
+    return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
+
+
+PATTERN_SECONDS = 2.0
+"""How long the patterns of a `--schemas` folder may take to judge one document: a pattern
+such as `^(a|a)*$` takes days on a string of 40 characters."""
+
+
+def _check_patterns(node: dict[str, Any], where: str) -> None:
+    """Raise SchemaTreeError for a pattern of `node` that the matcher cannot compile."""
+    import regex
+
+    from ...codegen.schemas import SchemaTreeError
+    from ..core.patterns import compiled
+
+    pattern = node.get("pattern")
+    patterns = [pattern] if isinstance(pattern, str) else []
+    for each in [*patterns, *node.get("patternProperties", {})]:
+        try:
+            compiled(each)
+        except regex.error as error:
+            problem = f"{where}: the pattern {each!r} cannot be used: {error}"
+            raise SchemaTreeError(problem) from None
 
 
 def _judge(
