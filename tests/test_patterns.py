@@ -132,3 +132,23 @@ def test_a_pattern_that_backtracks_without_end_stops_at_the_deadline() -> None:
     with deadline(0.2), pytest.raises(OutOfTime) as stopped:
         matches("^(a|a)*$", "a" * 40 + "!")
     assert stopped.value.pattern == "^(a|a)*$"
+
+
+def test_a_profile_bug_is_one_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whichever command meets one (`plan`, `play`, `session drive`, `story build`):
+    # stood in for here by `contracts`, the cheapest command to run.
+    from commands import cli
+
+    from plancontracts.runtime.cli import commands
+    from plancontracts.runtime.core.errors import ProfileBug
+
+    def broken(*arguments: Any) -> int:
+        raise ProfileBug("a plan decoded under the profile is invalid: /narrative: too long")
+
+    monkeypatch.setattr(commands, "_contracts", broken)
+    done = cli("contracts")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "plancontracts: error: a plan decoded under the profile is invalid: /narrative: too long "
+        "(a bug in plancontracts' decoding profile: the answer is not used)\n"
+    )

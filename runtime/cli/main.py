@@ -17,7 +17,7 @@ from ..commandkit import (
     stop_signals,
     stopped,
 )
-from ..core.errors import NoModel, StreamError, UnknownContractError, UsageError
+from ..core.errors import NoModel, ProfileBug, StreamError, UnknownContractError, UsageError
 from ..goal_plans import commands as goal_plan_commands
 from ..planning_blocks import commands as planning_block_commands
 from ..session_plans import commands as session_plan_commands
@@ -53,6 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(EXIT_USAGE, f"plancontracts: error: {error}\n")
     except NoModel as error:  # such as a model server that was asked for and does not answer
         complain(str(error))
+        return EXIT_INVALID
+    except ProfileBug as bug:
+        # A model's answer its profile let through and its contract refused: a bug of
+        # plancontracts, told in one line (the answer is not used), as every failure is.
+        complain(f"{bug} (a bug in plancontracts' decoding profile: the answer is not used)")
         return EXIT_INVALID
     except KeyboardInterrupt:
         return stopped("interrupted", 130)
