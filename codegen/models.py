@@ -28,13 +28,16 @@ authoritative schema for contracts that use them.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import keyword
 import re
 import subprocess
 import sys
 import tempfile
+import unicodedata
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,27 +110,191 @@ def python_name(json_name: str) -> str:
     runtime's `snake_case` (keys from prose: accents folded, bounded, possibly
     empty), the result is always a valid Python identifier.
     """
-    core = re.sub(r"[^0-9A-Za-z]+", "_", json_name).strip("_")
+    # Folded as Python folds identifiers (NFKC): full-width letters and ligatures such as
+    # U+FB01 read as their plain letters (`full`, `file`).
+    core = re.sub(r"[^0-9A-Za-z]+", "_", unicodedata.normalize("NFKC", json_name)).strip("_")
     core = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", core).lower()
     if not core or core[0].isdigit():
         core = "field_" + core
     return core + "_" if keyword.iskeyword(core) else core
 
 
-def generate_module(bundle: JSONSchema, family: str, header: str) -> str:
-    """The source of the generated module for one family bundle."""
+def generate_module(bundle: JSONSchema, family: str, header: str, roots: Sequence[str] = ()) -> str:
+    """The source of the generated module for one family bundle.
+
+    `roots` are the class names of the family's contracts (`$defs` keys of
+    `bundle`): each root class is named so, whatever name it shares with what
+    the module uses (`Struct`, `Any`, `Model`). Raises `SchemaTreeError` for a
+    schema the models cannot express.
+    """
     source, metadata = _run_generator(bundle, family)
     tree = ast.parse(source)
     tree.body = [statement for statement in tree.body if not _is_placeholder_root(statement)]
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef):
             schema = _schema_of(statement.name, metadata, bundle)
-            _shape_struct(statement, schema)
+            _shape_struct(statement, schema, source)
             if _is_frozen(statement.name, schema):
                 _freeze(statement)
     _check_frozen(tree)
     tree = _DescriptionsAsDocstringsOnly().visit(tree)
+    _import_privately(tree)
+    _qualify_shadowed_builtins(tree)
+    _name_roots(tree, roots, metadata)
     return tidy(header + ast.unparse(tree) + "\n")
+
+
+# Names that the rewrite itself writes, with where they come from: the generator
+# imports them only when its own output uses them.
+_WRITTEN_NAMES = {"field": ("msgspec", "field")}
+
+
+def _import_privately(tree: ast.Module) -> None:
+    """Turn `from M import a` into `import M as _M`, and every use of `a` into `_M.a`.
+
+    The module's own names are then only its types, and a type may be named
+    like anything the module uses (`Struct`, `Meta`, `Any`, `field`): no
+    contract or definition name can shadow, or be shadowed by, an import.
+    """
+    sources = dict(_WRITTEN_NAMES)
+    body: list[ast.stmt] = []
+    modules: list[str] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module != "__future__":
+            if statement.level or statement.module is None:
+                raise SchemaTreeError("the model generator wrote a relative import")
+            for alias in statement.names:
+                sources[alias.asname or alias.name] = (statement.module, alias.name)
+            continue
+        body.append(statement)
+    for module, _ in sources.values():
+        if module not in modules:
+            modules.append(module)
+    imports: list[ast.stmt] = [
+        ast.Import(names=[ast.alias(name=module, asname=_private(module))]) for module in modules
+    ]
+    future = [s for s in body if isinstance(s, ast.ImportFrom)]
+    rest = [s for s in body if not isinstance(s, ast.ImportFrom)]
+    tree.body = [*future, *imports, *rest]
+    _Qualify(sources).visit(tree)
+
+
+def _private(module: str) -> str:
+    return "_" + module.replace(".", "_")
+
+
+class _Qualify(ast.NodeTransformer):
+    """Reads each name of `sources` (name -> (module, attribute)) as `_module.attribute`."""
+
+    def __init__(self, sources: dict[str, tuple[str, str]]) -> None:
+        self.sources = sources
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        # Names the rewrite made have no `ctx`; they are all read.
+        if isinstance(getattr(node, "ctx", None), ast.Store) or node.id not in self.sources:
+            return node
+        module, attribute = self.sources[node.id]
+        return ast.copy_location(
+            ast.Attribute(value=ast.Name(_private(module), ast.Load()), attr=attribute),
+            node,
+        )
+
+
+def _qualify_shadowed_builtins(tree: ast.Module) -> None:
+    """Read a builtin as `_builtins.X` inside a struct that has a field named X.
+
+    msgspec resolves a struct's annotations with the struct's own names first,
+    and a default such as `field(default_factory=list)` is read in the class
+    body: a property named `list` or `str` would otherwise stand for the
+    builtin there. Raises `SchemaTreeError` if a field would shadow one of the
+    module's own types, which cannot happen for generated names (fields are
+    snake_case, types PascalCase) but would silently change a type if it did.
+    """
+    qualify = _Builtins()
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        qualify.owner = cls.name
+        qualify.shadowed = {
+            s.target.id
+            for s in cls.body
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+        }
+        for statement in cls.body:
+            if isinstance(statement, ast.AnnAssign):
+                statement.annotation = qualify.visit(statement.annotation)
+                if statement.value is not None:
+                    statement.value = qualify.visit(statement.value)
+    private = _private("builtins")
+    imported = any(
+        isinstance(s, ast.Import) and any(a.asname == private for a in s.names) for s in tree.body
+    )
+    if qualify.used and not imported:
+        index = next(i for i, s in enumerate(tree.body) if not _is_future_import(s))
+        tree.body.insert(index, ast.Import(names=[ast.alias("builtins", private)]))
+
+
+def _is_future_import(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
+
+
+class _Builtins(ast.NodeTransformer):
+    """Reads each name in `shadowed` that is a builtin as `_builtins.name`."""
+
+    def __init__(self) -> None:
+        self.shadowed: set[str] = set()
+        self.owner = ""
+        self.used = False
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id not in self.shadowed:
+            return node
+        if not hasattr(builtins, node.id):
+            raise SchemaTreeError(f"{self.owner}: the field {node.id} hides the type {node.id}")
+        self.used = True
+        return ast.copy_location(
+            ast.Attribute(value=ast.Name(_private("builtins"), ast.Load()), attr=node.id), node
+        )
+
+
+def _name_roots(tree: ast.Module, roots: Sequence[str], metadata: dict[str, list[str]]) -> None:
+    """Give each contract's root class the name of its `$defs` key.
+
+    The generator renames a type whose name its imports use (`Struct` becomes
+    `StructModel`); once imports are private (`_import_privately`) the key is free.
+    """
+    generated = {tuple(path): name for name, path in metadata.items()}
+    defined = {
+        s.name if isinstance(s, ast.ClassDef) else s.target.id  # type: ignore[union-attr]
+        for s in tree.body
+        if isinstance(s, ast.ClassDef)
+        or (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
+    }
+    renames: dict[str, str] = {}
+    for root in roots:
+        name = generated.get(("$defs", root))
+        if name is None or name not in defined:
+            raise SchemaTreeError(f"{root}: the model generator wrote no type for it")
+        if name != root:
+            if root in defined:
+                raise SchemaTreeError(f"{root}: two types of the family would be named {root}")
+            renames[name] = root
+    if renames:
+        _Rename(renames).visit(tree)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, renames: dict[str, str]) -> None:
+        self.renames = renames
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self.renames.get(node.id, node.id)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        self.generic_visit(node)
+        node.name = self.renames.get(node.name, node.name)
+        return node
 
 
 def _run_generator(bundle: JSONSchema, family: str) -> tuple[str, dict[str, list[str]]]:
@@ -188,7 +355,7 @@ def _schema_of(class_name: str, metadata: dict[str, list[str]], bundle: JSONSche
     return node
 
 
-def _shape_struct(cls: ast.ClassDef, schema: JSONSchema) -> None:
+def _shape_struct(cls: ast.ClassDef, schema: JSONSchema, source: str) -> None:
     if schema.get("additionalProperties") is not False:
         raise SchemaTreeError(
             f"{cls.name}: an object with named properties must say "
@@ -199,18 +366,19 @@ def _shape_struct(cls: ast.ClassDef, schema: JSONSchema) -> None:
         if name not in present:
             cls.keywords.append(ast.keyword(arg=name, value=ast.Constant(True)))
     properties: JSONSchema = schema.get("properties", {})
-    python_names: set[str] = set()
-    for statement in cls.body:
-        if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
-            continue
-        json_name = _json_name(statement)
+    fields = [
+        (statement, _json_name(statement, source))
+        for statement in cls.body
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+    ]
+    for _, json_name in fields:
         if json_name not in properties:
-            raise SchemaTreeError(f"{cls.name}.{statement.target.id}: no such property")
-        statement.target.id = python_name(json_name)
-        if statement.target.id in python_names:
-            raise SchemaTreeError(f"{cls.name}: two properties map to {statement.target.id}")
-        python_names.add(statement.target.id)
-        if statement.target.id != json_name:
+            raise SchemaTreeError(f"{cls.name}.{json_name}: no such property")
+    names = _unique_python_names([json_name for _, json_name in fields])
+    for (statement, json_name), name in zip(fields, names, strict=True):
+        assert isinstance(statement.target, ast.Name)
+        statement.target.id = name
+        if name != json_name:
             _set_field_keyword(statement, "name", ast.Constant(json_name))
         if "default" in properties[json_name]:
             _set_default(statement, properties[json_name]["default"], f"{cls.name}.{json_name}")
@@ -299,14 +467,47 @@ def _keyword(cls: ast.ClassDef, name: str) -> bool:
     )
 
 
-def _json_name(statement: ast.AnnAssign) -> str:
+def _json_name(statement: ast.AnnAssign, source: str) -> str:
+    """The JSON name of a field the generator wrote: its `name=`, or its name as written.
+
+    As written, not as parsed: Python reads an identifier NFKC-normalized, so
+    a field the generator names `full` in full-width letters parses as `full`.
+    """
     assert isinstance(statement.target, ast.Name)
     call = statement.value
     if isinstance(call, ast.Call):
         for kw in call.keywords:
             if kw.arg == "name" and isinstance(kw.value, ast.Constant):
                 return str(kw.value.value)
-    return statement.target.id
+    target = statement.target
+    if target.end_col_offset is None:
+        return target.id
+    line = source.splitlines()[target.lineno - 1].encode("utf-8")  # offsets count UTF-8 bytes
+    return line[target.col_offset : target.end_col_offset].decode("utf-8")
+
+
+def _unique_python_names(json_names: list[str]) -> list[str]:
+    """The Python name of each JSON name of one object, no two alike.
+
+    Names that clash (`full` and `full` in full-width letters, `retryPolicy` and
+    `retry_policy`) are told apart by a number: the JSON name that is its own
+    Python name keeps it, the others in schema order get `_2`, `_3`, and so on.
+    Each field keeps its JSON name through `name=`.
+    """
+    wanted = [python_name(json_name) for json_name in json_names]
+    taken = {name for name, json_name in zip(wanted, json_names, strict=True) if name == json_name}
+    result: list[str] = []
+    for name, json_name in zip(wanted, json_names, strict=True):
+        if name == json_name:
+            result.append(name)
+            continue
+        unique, number = name, 1
+        while unique in taken:
+            number += 1
+            unique = f"{name}_{number}"
+        taken.add(unique)
+        result.append(unique)
+    return result
 
 
 def _set_field_keyword(statement: ast.AnnAssign, arg: str, value: ast.expr) -> None:

@@ -13,8 +13,8 @@ plancontracts' own contracts, the package of `plancontracts.runtime` that holds 
 family's rules and runtime. `from ... import *` takes `Contract` and the handles.
 """
 
-from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+import dataclasses as _dataclasses
+import typing as _typing
 
 from . import goal_plans, planning_blocks, session_plans, story_packages, tool_plans
 
@@ -60,11 +60,11 @@ __all__ = [
     "Contract",
 ]
 
-_Document = TypeVar("_Document")
+_Document = _typing.TypeVar("_Document")
 
 
-@dataclass(frozen=True)
-class Contract(Generic[_Document]):
+@_dataclasses.dataclass(frozen=True)
+class Contract(_typing.Generic[_Document]):
     """One contract: its name, and the generated type of its documents.
 
     `type` is a msgspec Struct, or a union or map of them; the type parameter is
@@ -72,117 +72,121 @@ class Contract(Generic[_Document]):
     """
 
     name: str
-    type: Any
+    type: _typing.Any
 
 
-EXECUTION_RESULT: Final[Contract[tool_plans.ExecutionResult]] = Contract(
+EXECUTION_RESULT: _typing.Final[Contract[tool_plans.ExecutionResult]] = Contract(
     "execution-result", tool_plans.ExecutionResult
 )
-FROZEN_PLANS: Final[Contract[planning_blocks.FrozenPlans]] = Contract(
+FROZEN_PLANS: _typing.Final[Contract[planning_blocks.FrozenPlans]] = Contract(
     "frozen-plans", planning_blocks.FrozenPlans
 )
-GOAL_EVENT: Final[Contract[goal_plans.GoalEvent]] = Contract("goal-event", goal_plans.GoalEvent)
-GOAL_PLAN: Final[Contract[goal_plans.GoalPlan]] = Contract("goal-plan", goal_plans.GoalPlan)
-GOAL_PLAN_OUTPUT: Final[Contract[goal_plans.GoalPlanOutput]] = Contract(
+GOAL_EVENT: _typing.Final[Contract[goal_plans.GoalEvent]] = Contract(
+    "goal-event", goal_plans.GoalEvent
+)
+GOAL_PLAN: _typing.Final[Contract[goal_plans.GoalPlan]] = Contract("goal-plan", goal_plans.GoalPlan)
+GOAL_PLAN_OUTPUT: _typing.Final[Contract[goal_plans.GoalPlanOutput]] = Contract(
     "goal-plan-output", goal_plans.GoalPlanOutput
 )
-GOAL_PLANNING_SYSTEM: Final[Contract[goal_plans.GoalPlanningSystem]] = Contract(
+GOAL_PLANNING_SYSTEM: _typing.Final[Contract[goal_plans.GoalPlanningSystem]] = Contract(
     "goal-planning-system", goal_plans.GoalPlanningSystem
 )
-PLAN: Final[Contract[tool_plans.Plan]] = Contract("plan", tool_plans.Plan)
-PLAN_ATTEMPT: Final[Contract[tool_plans.PlanAttempt]] = Contract(
+PLAN: _typing.Final[Contract[tool_plans.Plan]] = Contract("plan", tool_plans.Plan)
+PLAN_ATTEMPT: _typing.Final[Contract[tool_plans.PlanAttempt]] = Contract(
     "plan-attempt", tool_plans.PlanAttempt
 )
-PLANNING_BLOCK: Final[Contract[planning_blocks.PlanningBlock]] = Contract(
+PLANNING_BLOCK: _typing.Final[Contract[planning_blocks.PlanningBlock]] = Contract(
     "planning-block", planning_blocks.PlanningBlock
 )
-PLANNING_SESSION: Final[Contract[planning_blocks.PlanningSession]] = Contract(
+PLANNING_SESSION: _typing.Final[Contract[planning_blocks.PlanningSession]] = Contract(
     "planning-session", planning_blocks.PlanningSession
 )
-SESSION_ADD_STEP: Final[Contract[session_plans.SessionAddStep]] = Contract(
+SESSION_ADD_STEP: _typing.Final[Contract[session_plans.SessionAddStep]] = Contract(
     "session-add-step", session_plans.SessionAddStep
 )
-SESSION_CLEAR_PLAN: Final[Contract[session_plans.SessionClearPlan]] = Contract(
+SESSION_CLEAR_PLAN: _typing.Final[Contract[session_plans.SessionClearPlan]] = Contract(
     "session-clear-plan", session_plans.SessionClearPlan
 )
-SESSION_MARK_STEP: Final[Contract[session_plans.SessionMarkStep]] = Contract(
+SESSION_MARK_STEP: _typing.Final[Contract[session_plans.SessionMarkStep]] = Contract(
     "session-mark-step", session_plans.SessionMarkStep
 )
-SESSION_PLAN: Final[Contract[session_plans.SessionPlan]] = Contract(
+SESSION_PLAN: _typing.Final[Contract[session_plans.SessionPlan]] = Contract(
     "session-plan", session_plans.SessionPlan
 )
-SESSION_READ_PLAN: Final[Contract[session_plans.SessionReadPlan]] = Contract(
+SESSION_READ_PLAN: _typing.Final[Contract[session_plans.SessionReadPlan]] = Contract(
     "session-read-plan", session_plans.SessionReadPlan
 )
-SESSION_SETUP_PLAN: Final[Contract[session_plans.SessionSetupPlan]] = Contract(
+SESSION_SETUP_PLAN: _typing.Final[Contract[session_plans.SessionSetupPlan]] = Contract(
     "session-setup-plan", session_plans.SessionSetupPlan
 )
-SESSION_UPDATE_STEP: Final[Contract[session_plans.SessionUpdateStep]] = Contract(
+SESSION_UPDATE_STEP: _typing.Final[Contract[session_plans.SessionUpdateStep]] = Contract(
     "session-update-step", session_plans.SessionUpdateStep
 )
-SKILL_MANIFEST: Final[Contract[tool_plans.SkillManifest]] = Contract(
+SKILL_MANIFEST: _typing.Final[Contract[tool_plans.SkillManifest]] = Contract(
     "skill-manifest", tool_plans.SkillManifest
 )
-STORY_ACT_OUTLINE: Final[Contract[story_packages.StoryActOutline]] = Contract(
+STORY_ACT_OUTLINE: _typing.Final[Contract[story_packages.StoryActOutline]] = Contract(
     "story-act-outline", story_packages.StoryActOutline
 )
-STORY_ACT_OUTLINE_RESULT: Final[Contract[story_packages.StoryActOutlineResult]] = Contract(
+STORY_ACT_OUTLINE_RESULT: _typing.Final[Contract[story_packages.StoryActOutlineResult]] = Contract(
     "story-act-outline-result", story_packages.StoryActOutlineResult
 )
-STORY_CHARACTER: Final[Contract[story_packages.StoryCharacter]] = Contract(
+STORY_CHARACTER: _typing.Final[Contract[story_packages.StoryCharacter]] = Contract(
     "story-character", story_packages.StoryCharacter
 )
-STORY_CHARACTER_RESULT: Final[Contract[story_packages.StoryCharacterResult]] = Contract(
+STORY_CHARACTER_RESULT: _typing.Final[Contract[story_packages.StoryCharacterResult]] = Contract(
     "story-character-result", story_packages.StoryCharacterResult
 )
-STORY_DRAFT: Final[Contract[story_packages.StoryDraft]] = Contract(
+STORY_DRAFT: _typing.Final[Contract[story_packages.StoryDraft]] = Contract(
     "story-draft", story_packages.StoryDraft
 )
-STORY_FINALIZE_NODE: Final[Contract[story_packages.StoryFinalizeNode]] = Contract(
+STORY_FINALIZE_NODE: _typing.Final[Contract[story_packages.StoryFinalizeNode]] = Contract(
     "story-finalize-node", story_packages.StoryFinalizeNode
 )
-STORY_FINALIZE_NODE_RESULT: Final[Contract[story_packages.StoryFinalizeNodeResult]] = Contract(
-    "story-finalize-node-result", story_packages.StoryFinalizeNodeResult
+STORY_FINALIZE_NODE_RESULT: _typing.Final[Contract[story_packages.StoryFinalizeNodeResult]] = (
+    Contract("story-finalize-node-result", story_packages.StoryFinalizeNodeResult)
 )
-STORY_FINALIZE_PACKAGE: Final[Contract[story_packages.StoryFinalizePackage]] = Contract(
+STORY_FINALIZE_PACKAGE: _typing.Final[Contract[story_packages.StoryFinalizePackage]] = Contract(
     "story-finalize-package", story_packages.StoryFinalizePackage
 )
-STORY_FINALIZE_PACKAGE_RESULT: Final[Contract[story_packages.StoryFinalizePackageResult]] = (
-    Contract("story-finalize-package-result", story_packages.StoryFinalizePackageResult)
-)
-STORY_NODE_ENCOUNTERS: Final[Contract[story_packages.StoryNodeEncounters]] = Contract(
+STORY_FINALIZE_PACKAGE_RESULT: _typing.Final[
+    Contract[story_packages.StoryFinalizePackageResult]
+] = Contract("story-finalize-package-result", story_packages.StoryFinalizePackageResult)
+STORY_NODE_ENCOUNTERS: _typing.Final[Contract[story_packages.StoryNodeEncounters]] = Contract(
     "story-node-encounters", story_packages.StoryNodeEncounters
 )
-STORY_NODE_ENCOUNTERS_RESULT: Final[Contract[story_packages.StoryNodeEncountersResult]] = Contract(
-    "story-node-encounters-result", story_packages.StoryNodeEncountersResult
+STORY_NODE_ENCOUNTERS_RESULT: _typing.Final[Contract[story_packages.StoryNodeEncountersResult]] = (
+    Contract("story-node-encounters-result", story_packages.StoryNodeEncountersResult)
 )
-STORY_NODE_WEB: Final[Contract[story_packages.StoryNodeWeb]] = Contract(
+STORY_NODE_WEB: _typing.Final[Contract[story_packages.StoryNodeWeb]] = Contract(
     "story-node-web", story_packages.StoryNodeWeb
 )
-STORY_NODE_WEB_RESULT: Final[Contract[story_packages.StoryNodeWebResult]] = Contract(
+STORY_NODE_WEB_RESULT: _typing.Final[Contract[story_packages.StoryNodeWebResult]] = Contract(
     "story-node-web-result", story_packages.StoryNodeWebResult
 )
-STORY_PACKAGE: Final[Contract[story_packages.StoryPackage]] = Contract(
+STORY_PACKAGE: _typing.Final[Contract[story_packages.StoryPackage]] = Contract(
     "story-package", story_packages.StoryPackage
 )
-STORY_PREMISE: Final[Contract[story_packages.StoryPremise]] = Contract(
+STORY_PREMISE: _typing.Final[Contract[story_packages.StoryPremise]] = Contract(
     "story-premise", story_packages.StoryPremise
 )
-STORY_PREMISE_RESULT: Final[Contract[story_packages.StoryPremiseResult]] = Contract(
+STORY_PREMISE_RESULT: _typing.Final[Contract[story_packages.StoryPremiseResult]] = Contract(
     "story-premise-result", story_packages.StoryPremiseResult
 )
-STORY_UPDATE_ELEMENT: Final[Contract[story_packages.StoryUpdateElement]] = Contract(
+STORY_UPDATE_ELEMENT: _typing.Final[Contract[story_packages.StoryUpdateElement]] = Contract(
     "story-update-element", story_packages.StoryUpdateElement
 )
-STORY_UPDATE_ELEMENT_RESULT: Final[Contract[story_packages.StoryUpdateElementResult]] = Contract(
-    "story-update-element-result", story_packages.StoryUpdateElementResult
+STORY_UPDATE_ELEMENT_RESULT: _typing.Final[Contract[story_packages.StoryUpdateElementResult]] = (
+    Contract("story-update-element-result", story_packages.StoryUpdateElementResult)
 )
-TOOL_EVENT: Final[Contract[tool_plans.ToolEvent]] = Contract("tool-event", tool_plans.ToolEvent)
-TOOL_REQUEST: Final[Contract[tool_plans.ToolRequest]] = Contract(
+TOOL_EVENT: _typing.Final[Contract[tool_plans.ToolEvent]] = Contract(
+    "tool-event", tool_plans.ToolEvent
+)
+TOOL_REQUEST: _typing.Final[Contract[tool_plans.ToolRequest]] = Contract(
     "tool-request", tool_plans.ToolRequest
 )
 
-CONTRACTS: Final[dict[str, Contract[Any]]] = {
+CONTRACTS: _typing.Final[dict[str, Contract[_typing.Any]]] = {
     "execution-result": EXECUTION_RESULT,
     "frozen-plans": FROZEN_PLANS,
     "goal-event": GOAL_EVENT,
@@ -223,7 +227,7 @@ CONTRACTS: Final[dict[str, Contract[Any]]] = {
     "tool-request": TOOL_REQUEST,
 }
 
-SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
+SCHEMA_ONLY_RULES: _typing.Final[dict[str, tuple[str, ...]]] = {
     "execution-result": (),
     "frozen-plans": (),
     "goal-event": (),
@@ -264,7 +268,7 @@ SCHEMA_ONLY_RULES: Final[dict[str, tuple[str, ...]]] = {
     "tool-request": (),
 }
 
-FAMILIES: Final[dict[str, str]] = {
+FAMILIES: _typing.Final[dict[str, str]] = {
     "execution-result": "tool_plans",
     "frozen-plans": "planning_blocks",
     "goal-event": "goal_plans",

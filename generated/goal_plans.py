@@ -3,56 +3,62 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+import typing as _typing
 
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+import msgspec as _msgspec
 
 
-class Lesson(Struct, forbid_unknown_fields=True, kw_only=True):
+class Lesson(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One lesson the person has learned."""
 
-    lesson: Annotated[str, Meta(max_length=200, min_length=1)]
+    lesson: _typing.Annotated[str, _msgspec.Meta(max_length=200, min_length=1)]
     "The lesson, such as `Working improves esteem`."
-    confidence: Annotated[float, Meta(ge=0.0, le=1.0)]
+    confidence: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)]
     "How sure the person is of it, 0 to 1."
 
 
-ActionHint: TypeAlias = Annotated[str, Meta(max_length=80, min_length=1)]
+ActionHint: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
 "A short action phrase the person can take, such as `walk to grocery store`. A step is followed when the chosen action contains the hint or the hint contains the action, ignoring case and surrounding whitespace."
-Description: TypeAlias = Annotated[str, Meta(max_length=200, min_length=1)]
+Description: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=200, min_length=1)]
 "What to do, such as `Go to the grocery store`."
-EmotionStrength: TypeAlias = Annotated[int, Meta(ge=0, le=100)]
+EmotionStrength: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=0, le=100)]
 "An emotion's strength, 0 to 100."
-EstimatedCycles: TypeAlias = Annotated[int, Meta(ge=1, le=5)]
+EstimatedCycles: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=1, le=5)]
 "How many simulation cycles the step should take, from 1 to 5."
-ExpectedOutcome: TypeAlias = Annotated[str, Meta(max_length=200, min_length=1)]
+ExpectedOutcome: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=200, min_length=1)
+]
 "What success looks like, such as `be at the store`."
-Horizon: TypeAlias = Literal["short", "mid", "long"]
+Horizon: _typing.TypeAlias = _typing.Literal["short", "mid", "long"]
 "How far ahead a goal looks: `short`, `mid` or `long` term."
-Name: TypeAlias = Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")]
+Name: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")
+]
 "A name in snake_case: of a need (`hunger`), an emotion (`joy`) or something known of the world (`location`)."
-Satisfaction: TypeAlias = Annotated[float, Meta(ge=0.0, le=100.0)]
+Satisfaction: _typing.TypeAlias = _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=100.0)]
 "A need's satisfaction, in percent."
-WorldFact: TypeAlias = Annotated[str, Meta(max_length=200)]
+WorldFact: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=200)]
 "One thing the person knows of the world, such as `Jenbina's House` for `location`."
 
 
-class Goal(Struct, forbid_unknown_fields=True, kw_only=True):
+class Goal(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One goal of the person."""
 
-    description: Annotated[str, Meta(max_length=300, min_length=1)]
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
     "What the person wants, such as `Have enough food for the week`."
     horizon: Horizon
     "How far ahead the goal looks."
-    source_needs: Annotated[list[Name], Meta(max_length=8)] = field(default_factory=list)
+    source_needs: _typing.Annotated[list[Name], _msgspec.Meta(max_length=8)] = _msgspec.field(
+        default_factory=list
+    )
     "The needs the goal serves; a mid- or long-term goal waits until one of them is below 50% satisfaction."
-    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
+    progress: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)] = 0.0
     "How far the goal is achieved, 0 to 1; each completed plan adds 0.3."
-    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
+    confidence: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     "How sure the person is of reaching the goal, 0 to 1; each abandoned plan takes 0.2."
 
 
-class GoalStep(Struct, forbid_unknown_fields=True, kw_only=True):
+class GoalStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One step of a goal plan."""
 
     description: Description
@@ -63,30 +69,34 @@ class GoalStep(Struct, forbid_unknown_fields=True, kw_only=True):
     "What success looks like."
     estimated_cycles: EstimatedCycles = 2
     "The estimated number of cycles, 1 to 5."
-    actual_cycles: Annotated[int, Meta(ge=0, le=1000000)] = 0
+    actual_cycles: _typing.Annotated[int, _msgspec.Meta(ge=0, le=1000000)] = 0
     "How many cycles the step has been active so far."
-    status: Literal["pending", "active", "completed", "failed"] = "pending"
+    status: _typing.Literal["pending", "active", "completed", "failed"] = "pending"
     "`pending` (not reached yet), `active` (the current step), `completed`, or `failed`."
-    failure_reason: Annotated[str, Meta(max_length=300)] = ""
+    failure_reason: _typing.Annotated[str, _msgspec.Meta(max_length=300)] = ""
     "Why the step failed; empty unless it failed. The planning system writes `stuck — exceeded time estimate` or `repeatedly overridden by urgent needs`, prefixed by `max replans reached: ` when the plan is abandoned (the upstream's texts, kept so recorded traces compare)."
 
 
-class NewGoalEvent(Struct, tag_field="event", tag="goal", forbid_unknown_fields=True, kw_only=True):
+class NewGoalEvent(
+    _msgspec.Struct, tag_field="event", tag="goal", forbid_unknown_fields=True, kw_only=True
+):
     """A new goal, added at the end of the goal list."""
 
-    description: Annotated[str, Meta(max_length=300, min_length=1)]
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
     "What the person wants."
     horizon: Horizon
     "How far ahead the goal looks."
-    source_needs: Annotated[list[Name], Meta(max_length=8)] = field(default_factory=list)
+    source_needs: _typing.Annotated[list[Name], _msgspec.Meta(max_length=8)] = _msgspec.field(
+        default_factory=list
+    )
     "The needs the goal serves."
-    progress: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.0
+    progress: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)] = 0.0
     "How far the goal is achieved, 0 to 1."
-    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
+    confidence: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)] = 0.5
     "How sure the person is of reaching it, 0 to 1."
 
 
-class StepProposal(Struct, forbid_unknown_fields=True, kw_only=True):
+class StepProposal(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One step as the model proposes it."""
 
     description: Description
@@ -99,77 +109,86 @@ class StepProposal(Struct, forbid_unknown_fields=True, kw_only=True):
     "How many cycles the step should take, 1 to 5."
 
 
-Needs: TypeAlias = Annotated[dict[Name, Satisfaction], Meta(max_length=16)]
+Needs: _typing.TypeAlias = _typing.Annotated[dict[Name, Satisfaction], _msgspec.Meta(max_length=16)]
 "Each need's satisfaction in percent, 0 to 100, by name. Needs not named keep their value."
 
 
 class ContextEvent(
-    Struct, tag_field="event", tag="context", forbid_unknown_fields=True, kw_only=True
+    _msgspec.Struct, tag_field="event", tag="context", forbid_unknown_fields=True, kw_only=True
 ):
     """What the person feels and knows now, for the plans made from now on: the needs given are merged into those known; emotions, world and lessons, when given, replace what was known of them."""
 
-    needs: Needs | UnsetType = UNSET
+    needs: Needs | _msgspec.UnsetType = _msgspec.UNSET
     "Needs that changed."
-    emotions: Annotated[dict[Name, EmotionStrength], Meta(max_length=16)] | UnsetType = UNSET
+    emotions: (
+        _typing.Annotated[dict[Name, EmotionStrength], _msgspec.Meta(max_length=16)]
+        | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "Each emotion's strength, 0 to 100, by name."
-    world: Annotated[dict[Name, WorldFact], Meta(max_length=16)] | UnsetType = UNSET
+    world: (
+        _typing.Annotated[dict[Name, WorldFact], _msgspec.Meta(max_length=16)] | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "What the person knows of the world, such as `location`, by name."
-    lessons: Annotated[list[Lesson], Meta(max_length=10)] | UnsetType = UNSET
+    lessons: _typing.Annotated[list[Lesson], _msgspec.Meta(max_length=10)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "What the person has learned, at most 10."
 
 
-class CycleEvent(Struct, tag_field="event", tag="cycle", forbid_unknown_fields=True, kw_only=True):
+class CycleEvent(
+    _msgspec.Struct, tag_field="event", tag="cycle", forbid_unknown_fields=True, kw_only=True
+):
     """One simulation cycle: the action the person chose and how their overall satisfaction changed. The current step is judged by it, then plans are replanned or made as needed."""
 
-    action: Annotated[str, Meta(max_length=200, min_length=1)]
+    action: _typing.Annotated[str, _msgspec.Meta(max_length=200, min_length=1)]
     "The action chosen, such as `walk to grocery store`."
-    satisfaction_delta: Annotated[float, Meta(ge=-100.0, le=100.0)]
+    satisfaction_delta: _typing.Annotated[float, _msgspec.Meta(ge=-100.0, le=100.0)]
     "The change in overall satisfaction over the cycle, in percentage points."
-    needs: Needs | UnsetType = UNSET
+    needs: Needs | _msgspec.UnsetType = _msgspec.UNSET
     "Needs after the cycle, if they changed."
 
 
-class GoalPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class GoalPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A simulated person's plan for one goal: 2 to 6 ordered steps, followed one cycle at a time, replanned when a step gets stuck. Decisions: a step is followed in a cycle when the chosen action and its `action_hint` contain one another, ignoring case and surrounding whitespace; it is completed when followed and the satisfaction did not fall (change >= 0: steps such as walking somewhere change no need), and the completing cycle counts in `actual_cycles`; a followed cycle that lowered satisfaction counts and leaves the step active; every other cycle is an override: it counts, and adds one to `consecutive_overrides`, which a followed cycle resets to 0. A step is stuck when its `actual_cycles` exceed 2.0 times its estimate; a stuck step, or 3 consecutive overrides, fails the step and replans: the plan becomes `replanned` and a new plan (with `times_replanned` one higher) holds the new steps, while the completed ones stay in this plan. A plan whose `times_replanned` is already 3 is not replanned: it becomes `failed`, without asking the model. `created_at` is Unix time in seconds; `current_step_index` equals the number of steps once the plan is completed."""
 
-    goal_description: Annotated[str, Meta(max_length=300, min_length=1)]
+    goal_description: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
     "The goal this plan serves, such as `Have enough food for the week`."
-    goal_id: Annotated[int, Meta(ge=0, le=100000)]
+    goal_id: _typing.Annotated[int, _msgspec.Meta(ge=0, le=100000)]
     "The index of the goal in the person's goal list (`goals` of the planning system)."
     horizon: Horizon
     "The goal's horizon: `short`, `mid` or `long`. At most one plan per horizon is active at a time, and the current step comes from the active plan of the shortest horizon."
-    steps: Annotated[list[GoalStep], Meta(max_length=6, min_length=2)]
+    steps: _typing.Annotated[list[GoalStep], _msgspec.Meta(max_length=6, min_length=2)]
     "The steps in the order they are taken, 2 to 6 of them, as the model's output has. Steps before the current one are completed, steps after it pending."
-    current_step_index: Annotated[int, Meta(ge=0, le=6)]
+    current_step_index: _typing.Annotated[int, _msgspec.Meta(ge=0, le=6)]
     "The index of the step being worked on (the active one, or the failed one of a plan replanned or failed); the number of steps once the plan is completed."
-    status: Literal["active", "completed", "failed", "replanned"]
+    status: _typing.Literal["active", "completed", "failed", "replanned"]
     "`active` while being followed, `completed` when every step is done, `replanned` when a newer plan replaced it after its current step failed, `failed` when abandoned after 3 replans."
-    times_replanned: Annotated[int, Meta(ge=0, le=3)]
+    times_replanned: _typing.Annotated[int, _msgspec.Meta(ge=0, le=3)]
     "How many replans led to this plan: 0 for the first, at most 3."
-    created_at: Annotated[float, Meta(ge=0.0)]
+    created_at: _typing.Annotated[float, _msgspec.Meta(ge=0.0)]
     "When the plan was made, as Unix time in seconds."
-    consecutive_overrides: Annotated[int, Meta(ge=0, le=1000000)]
+    consecutive_overrides: _typing.Annotated[int, _msgspec.Meta(ge=0, le=1000000)]
     "How many cycles in a row the person did something other than the current step; 3 replan the plan."
 
 
-class GoalPlanOutput(Struct, forbid_unknown_fields=True, kw_only=True):
+class GoalPlanOutput(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the model writes when asked to plan a goal, or to replan it after a step failed: 2 to 6 sequential steps, each a concrete action, prerequisites first. A replan starts from the current state, after the steps already completed."""
 
-    steps: Annotated[list[StepProposal], Meta(max_length=6, min_length=2)]
+    steps: _typing.Annotated[list[StepProposal], _msgspec.Meta(max_length=6, min_length=2)]
     "The steps in order, 2 to 6 of them."
 
 
-class GoalPlanningSystem(Struct, forbid_unknown_fields=True, kw_only=True):
+class GoalPlanningSystem(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A simulated person's planning system, serialized: the goals it plans for and every plan it has made, in the order made (the upstream `to_dict` kept the plans alone; the goals are here because completing and abandoning plans change them). Decisions: a goal is planned when it has no active plan, its progress is below 1 and its confidence above 0; a short-term goal at once, a mid- or long-term one once any of its source needs is below 50% satisfaction (one without source needs at once). At most one plan per horizon is active, so at most 3; goals waiting for a free horizon are planned in the order they were added. The current step is the active step of the active plan of the shortest horizon: short, then mid, then long. A completed plan adds 0.3 to its goal's progress, an abandoned one takes 0.2 from its confidence, both clamped to 0..1; a goal is planned again after its plan ends, until its progress reaches 1 or its confidence 0. The numbers of these rules are in `x-planning`, which the runtime reads."""
 
-    goals: Annotated[list[Goal], Meta(max_length=100)]
+    goals: _typing.Annotated[list[Goal], _msgspec.Meta(max_length=100)]
     "The person's goals; a plan's `goal_id` is an index into this list. At most 100."
-    plans: Annotated[list[GoalPlan], Meta(max_length=4000)]
+    plans: _typing.Annotated[list[GoalPlan], _msgspec.Meta(max_length=4000)]
     "Every plan made, in order: active ones and those completed, replanned or failed. A goal has at most one active plan. At most 4000: a goal is planned at most 9 times (4 plans completed bring its progress from 0 to 1, 5 abandoned its confidence from 1 to 0), each time with at most 3 replans, so at most 36 plans, and there are at most 100 goals."
 
 
 class ModelOutputEvent(
-    Struct, tag_field="event", tag="model_output", forbid_unknown_fields=True, kw_only=True
+    _msgspec.Struct, tag_field="event", tag="model_output", forbid_unknown_fields=True, kw_only=True
 ):
     """The model's answer to the next plan or replan it is asked for, scripted: answers are used in order, and the local model (or the fallback) writes a plan when none is left."""
 
@@ -177,5 +196,5 @@ class ModelOutputEvent(
     "The answer, as the model would write it."
 
 
-GoalEvent: TypeAlias = NewGoalEvent | ContextEvent | CycleEvent | ModelOutputEvent
+GoalEvent: _typing.TypeAlias = NewGoalEvent | ContextEvent | CycleEvent | ModelOutputEvent
 "One line of a goal-planning script (`plancontracts goals simulate`): something that happens to the person, run through one planning system in order. Its `event` decides its other fields: `goal` adds a goal, `context` sets what the person feels and knows, `cycle` is one decision of the person, `model_output` scripts the model's next plan. Decision: a cycle's `needs`, when given, take effect before its step is judged, so a goal it makes ready is planned after it."

@@ -3,75 +3,84 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+import typing as _typing
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+import msgspec as _msgspec
 
-Pro: TypeAlias = Annotated[str, Meta(max_length=300)]
+Pro: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One advantage, in plain text."
-Con: TypeAlias = Annotated[str, Meta(max_length=300)]
+Con: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One drawback, in plain text."
-DelegationTarget: TypeAlias = Annotated[str, Meta(max_length=300)]
+DelegationTarget: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One ally and the task they take on."
-KeyFactor: TypeAlias = Annotated[str, Meta(max_length=300)]
+KeyFactor: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One factor."
-Constraint: TypeAlias = Annotated[str, Meta(max_length=300)]
+Constraint: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One constraint."
-ResourcesAvailableItem: TypeAlias = Annotated[str, Meta(max_length=300)]
+ResourcesAvailableItem: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One resource."
 
 
-class SituationAssessment(Struct, forbid_unknown_fields=True, kw_only=True):
+class SituationAssessment(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The character's reading of the situation."""
 
-    current_state: Annotated[str, Meta(max_length=2000, min_length=1)]
+    current_state: _typing.Annotated[str, _msgspec.Meta(max_length=2000, min_length=1)]
     "Where the character is and what is happening."
-    key_factors: Annotated[list[KeyFactor], Meta(max_length=10)] | UnsetType = UNSET
+    key_factors: (
+        _typing.Annotated[list[KeyFactor], _msgspec.Meta(max_length=10)] | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "The facts that matter most for the decision."
-    constraints: Annotated[list[Constraint], Meta(max_length=10)] | UnsetType = UNSET
+    constraints: (
+        _typing.Annotated[list[Constraint], _msgspec.Meta(max_length=10)] | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "What limits the character's options."
     resources_available: (
-        Annotated[list[ResourcesAvailableItem], Meta(max_length=10)] | UnsetType
-    ) = UNSET
+        _typing.Annotated[list[ResourcesAvailableItem], _msgspec.Meta(max_length=10)]
+        | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "Allies, items and abilities the character can use."
 
 
-ChoiceKey: TypeAlias = Annotated[
-    str, Meta(max_length=64, pattern="^(god:|think:)?[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
+ChoiceKey: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=64, pattern="^(god:|think:)?[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
 ]
 "A choice id: snake_case words of lower-case letters and digits joined by single underscores, starting with a letter, optionally prefixed `god:` or `think:`, for example `sneak_past` or `think:return_story`."
-Complexity: TypeAlias = Literal["simple", "moderate", "complex"]
+Complexity: _typing.TypeAlias = _typing.Literal["simple", "moderate", "complex"]
 "How hard several tasks are to run together."
-Confidence: TypeAlias = Literal["high", "medium", "low"]
+Confidence: _typing.TypeAlias = _typing.Literal["high", "medium", "low"]
 "How sure the character is that an option will work."
-Dc: TypeAlias = Annotated[int, Meta(ge=1, le=40)]
+Dc: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=1, le=40)]
 "A difficulty class: the number a roll must reach to succeed."
-GameTime: TypeAlias = Annotated[int, Meta(ge=0, le=9007199254740991)]
+GameTime: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=0, le=9007199254740991)]
 "A moment of game time: microseconds since the start of the campaign."
-QualityTier: TypeAlias = Literal[
+QualityTier: _typing.TypeAlias = _typing.Literal[
     "Masterful", "Brilliant", "Sharp", "Competent", "Incomplete", "Muddled", "Confused"
 ]
 "The quality of a plan, from the best success to the worst failure."
-RiskLevel: TypeAlias = Literal["safe", "low", "medium", "high"]
+RiskLevel: _typing.TypeAlias = _typing.Literal["safe", "low", "medium", "high"]
 "How dangerous an option is, from no risk to significant danger."
-TopicKey: TypeAlias = Annotated[
-    str, Meta(max_length=64, pattern="^[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
+TopicKey: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
 ]
 "A planning topic in snake_case, such as `warehouse_ambush`. A materially different approach uses a different key."
 
 
-class Analysis(Struct, forbid_unknown_fields=True, kw_only=True):
+class Analysis(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The recommendation among the choices."""
 
     recommended_approach: ChoiceKey
     "The key of the recommended choice; it must be one of the keys of `choices`. Taking it lowers the execution DC by 2."
-    reasoning: Annotated[str, Meta(max_length=2000)] | UnsetType = UNSET
+    reasoning: _typing.Annotated[str, _msgspec.Meta(max_length=2000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Why that choice is recommended."
-    contingency: Annotated[str, Meta(max_length=2000)] | UnsetType = UNSET
+    contingency: _typing.Annotated[str, _msgspec.Meta(max_length=2000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "What to do if the recommended choice fails."
 
 
-class FrozenPlan(Struct, forbid_unknown_fields=True, kw_only=True):
+class FrozenPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One frozen planning topic."""
 
     failed_at: GameTime
@@ -80,104 +89,120 @@ class FrozenPlan(Struct, forbid_unknown_fields=True, kw_only=True):
     "When the topic may be planned again: failed_at plus freeze_hours."
     original_dc: Dc
     "The DC of the failed planning check."
-    freeze_hours: Literal[1, 2, 4, 8, 24]
+    freeze_hours: _typing.Literal[1, 2, 4, 8, 24]
     "The length of the freeze in game hours, set by original_dc."
-    description: Annotated[str, Meta(max_length=300, min_length=1)]
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
     "What was being planned, such as `planning the warehouse ambush`."
 
 
-FrozenPlans: TypeAlias = Annotated[dict[TopicKey, FrozenPlan], Meta(max_length=64)]
+FrozenPlans: _typing.TypeAlias = _typing.Annotated[
+    dict[TopicKey, FrozenPlan], _msgspec.Meta(max_length=64)
+]
 "The planning topics a character may not think through again yet, keyed by topic. A topic is frozen when a Think-mode planning check fails, for a number of game hours set by the check's DC: DC 2-8 freezes for 1 hour, 9-12 for 2, 13-16 for 4, 17-20 for 8, 21 and above for 24. Decisions: game time is a whole number of microseconds since the start of the campaign, so that Think mode's one-microsecond step is exact; topic keys are snake_case."
 
 
-class ParallelAnalysis(Struct, forbid_unknown_fields=True, kw_only=True):
+class ParallelAnalysis(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """How the parallel option splits the work."""
 
-    delegation_targets: Annotated[list[DelegationTarget], Meta(max_length=8)] | UnsetType = UNSET
+    delegation_targets: (
+        _typing.Annotated[list[DelegationTarget], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "Who handles which task."
-    personal_focus: Annotated[str, Meta(max_length=300)] | UnsetType = UNSET
+    personal_focus: _typing.Annotated[str, _msgspec.Meta(max_length=300)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "The task the character handles personally."
-    base_dc: Dc | UnsetType = UNSET
+    base_dc: Dc | _msgspec.UnsetType = _msgspec.UNSET
     "The DC of the primary task, before the coordination additions."
     complexity: Complexity = "simple"
     "How hard the tasks are to run together: `simple` (compatible tasks, capable allies, no pressure), `moderate` (a moderately complex task, somewhat chaotic conditions or less capable allies) or `complex` (complex or conflicting tasks, high stress, untrained allies)."
-    coordination_dc: Dc | UnsetType = UNSET
+    coordination_dc: Dc | _msgspec.UnsetType = _msgspec.UNSET
     "The difficulty of coordinating everything: base_dc plus 2 for each situational choice beyond the first, plus 1 for moderate or 2 for complex complexity. For example base DC 12 with two tasks of simple complexity gives 14. Without base_dc it is at least 5 plus those additions."
 
 
-class PlanQuality(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanQuality(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The Intelligence or Wisdom check that measures how good the plan is. margin = roll_result - dc; success = roll_result >= dc; the tier follows from them: on success a margin of 15 or more is Masterful, 10 or more Brilliant, 5 or more Sharp, else Competent; on failure a margin of -10 or less is Confused, -5 or less Muddled, else Incomplete. Fields marked `x-decoding: roll` are never written by a model: code rolls the check and fills them; `effect` (`x-decoding: after-roll`) is written once the roll is known."""
 
-    stat_used: Annotated[str, Meta(max_length=40, min_length=1)]
+    stat_used: _typing.Annotated[str, _msgspec.Meta(max_length=40, min_length=1)]
     "The ability rolled, usually `Intelligence` or `Wisdom`."
-    stat_value: Annotated[int, Meta(ge=1, le=30)]
+    stat_value: _typing.Annotated[int, _msgspec.Meta(ge=1, le=30)]
     "The character's score in that ability."
-    modifier: Annotated[str, Meta(pattern="^[+-][0-9]{1,2}$(?!\\n)")]
+    modifier: _typing.Annotated[str, _msgspec.Meta(pattern="^[+-][0-9]{1,2}$(?!\\n)")]
     "The ability modifier with its sign, for example `+2` or `-1`."
-    roll_result: Annotated[int, Meta(ge=-20, le=60)]
+    roll_result: _typing.Annotated[int, _msgspec.Meta(ge=-20, le=60)]
     "The d20 roll plus the modifier."
     dc: Dc
     "The planning difficulty: 2 to 20 in ordinary play, higher for epic scope."
-    dc_category: Annotated[str, Meta(max_length=80)]
+    dc_category: _typing.Annotated[str, _msgspec.Meta(max_length=80)]
     "A short name for the difficulty, such as `Complicated Planning`."
-    dc_reasoning: Annotated[str, Meta(max_length=1000)]
+    dc_reasoning: _typing.Annotated[str, _msgspec.Meta(max_length=1000)]
     "Why the difficulty is what it is."
     success: bool
     "Whether roll_result reached dc."
-    margin: Annotated[int, Meta(ge=-60, le=60)]
+    margin: _typing.Annotated[int, _msgspec.Meta(ge=-60, le=60)]
     "roll_result minus dc."
     quality_tier: QualityTier
     "The plan's quality, which follows from success and margin."
-    effect: Annotated[str, Meta(max_length=1000)]
+    effect: _typing.Annotated[str, _msgspec.Meta(max_length=1000)]
     "What this quality of planning means for the analysis."
 
 
-class PlanningSession(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanningSession(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What a game keeps of its planning between turns: the game clock and the frozen plans. `think --state FILE` reads it before a situation and writes it after, so a Think-mode check that fails freezes its topic for the next invocations, and Story-mode turns let game time pass until the freeze ends. Rules beyond this schema, checked by plancontracts: the frozen plans follow the freeze rules of `frozen-plans`, and no plan failed after the clock's time. Decisions: a freeze that has ended may stay listed until the session is next written, which drops it."""
 
     time: GameTime
     "The game clock: microseconds of game time since the start of the campaign. Think mode moves it by one microsecond, Story mode by the time a turn takes."
-    turn: Annotated[int, Meta(ge=0, le=9007199254740991)]
+    turn: _typing.Annotated[int, _msgspec.Meta(ge=0, le=9007199254740991)]
     "How many Story-mode turns have been played. Think mode leaves it alone."
     frozen_plans: FrozenPlans
     "The topics frozen by failed Think-mode checks, keyed by topic."
 
 
-class Choice(Struct, forbid_unknown_fields=True, kw_only=True):
+class Choice(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One option offered to the player."""
 
-    text: Annotated[str, Meta(max_length=200, min_length=1)]
+    text: _typing.Annotated[str, _msgspec.Meta(max_length=200, min_length=1)]
     "The option's label as the player sees it, a few words of plain text."
-    description: Annotated[str, Meta(max_length=2000, min_length=1)]
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=2000, min_length=1)]
     "What taking this option means, in plain text."
-    risk_level: RiskLevel | UnsetType = UNSET
+    risk_level: RiskLevel | _msgspec.UnsetType = _msgspec.UNSET
     "How dangerous the option is: `safe` (no risk), `low` (minor consequences), `medium` (notable consequences), `high` (significant danger; harder, but better rewards)."
-    pros: Annotated[list[Pro], Meta(max_length=8)] | UnsetType = UNSET
+    pros: _typing.Annotated[list[Pro], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Advantages of this option."
-    cons: Annotated[list[Con], Meta(max_length=8)] | UnsetType = UNSET
+    cons: _typing.Annotated[list[Con], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Drawbacks of this option."
-    confidence: Confidence | UnsetType = UNSET
+    confidence: Confidence | _msgspec.UnsetType = _msgspec.UNSET
     "How sure the character is that this will work: `high`, `medium` or `low`."
-    analysis: ParallelAnalysis | UnsetType = UNSET
+    analysis: ParallelAnalysis | _msgspec.UnsetType = _msgspec.UNSET
     "For the parallel option only: who does what and how hard coordinating it is."
     switch_to_story_mode: bool = False
     "True when choosing this option leaves Think mode and resumes the story."
 
 
-class PlanningBlock(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanningBlock(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The options a game master offers the player at a decision point, with the analysis behind them. In Think mode the block also carries the planning check (`plan_quality`), `thinking`, a `situation_assessment` and an `analysis`; in Story mode only `choices` is needed. `choices` is an object whose keys are the choice ids, in display order. Keys prefixed `god:` or `think:` are meta choices; the others are situational choices. The parallel option, which runs the situational choices together, is the choice whose key is `parallel` or starts with `parallel_`; a block offers at most one, only with 2 or more situational choices, and always last. In Think mode a block with 2 or more situational choices must offer it, unless `parallel_exclusion` says why not. Rules beyond this schema, checked by plancontracts: `plan_quality` is consistent (margin, success and tier follow from roll_result and dc); `analysis.recommended_approach` names a choice of the block; `coordination_dc` follows the +2 per additional task rule; text is plain text, without HTML markup or control characters, and prose: the block never writes itself into its texts (no JSON object, no field of this schema written as a JSON key). Fields marked `x-think-mode: required` are required in Think mode. Decisions: choice keys are strict snake_case with an optional `god:` or `think:` prefix; `choices` is an object, never a list; the parallel option is required in Think mode only, although the original protocol asks for it whenever there are 2 or more situational choices, because the original project's own valid Story-mode examples offer none (five of them, with 2 to 5 situational choices), and a Story-mode block is a quick offer of what to do next."""
 
-    choices: Annotated[dict[ChoiceKey, Choice], Meta(max_length=12)]
+    choices: _typing.Annotated[dict[ChoiceKey, Choice], _msgspec.Meta(max_length=12)]
     "The options, keyed by choice id, in the order they are shown. Keys are snake_case, optionally prefixed `god:` (game-master commands) or `think:` (stay in or leave Think mode). The parallel option (key `parallel` or `parallel_...`) comes last. May be empty while the game waits for a roll."
-    thinking: Annotated[str, Meta(max_length=8000)] | UnsetType = UNSET
+    thinking: _typing.Annotated[str, _msgspec.Meta(max_length=8000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "The game master's reasoning about the situation, in plain text. Required in Think mode."
-    context: Annotated[str, Meta(max_length=2000)] | UnsetType = UNSET
+    context: _typing.Annotated[str, _msgspec.Meta(max_length=2000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "A short label for the moment, such as `Ambush at the ford`."
-    plan_quality: PlanQuality | UnsetType = UNSET
+    plan_quality: PlanQuality | _msgspec.UnsetType = _msgspec.UNSET
     "The planning check: the roll, its difficulty and the resulting quality tier. Required in Think mode; Story mode does not need it."
-    situation_assessment: SituationAssessment | UnsetType = UNSET
+    situation_assessment: SituationAssessment | _msgspec.UnsetType = _msgspec.UNSET
     "What the character knows about the situation. Required in Think mode."
-    parallel_exclusion: Literal["mutually_exclusive", "sequential"] | UnsetType = UNSET
+    parallel_exclusion: _typing.Literal["mutually_exclusive", "sequential"] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Why a block with 2 or more situational choices offers no parallel option: `mutually_exclusive` (the choices rule each other out by nature, such as surrendering or fighting to the death) or `sequential` (one must happen before another is possible). Only these reasons excuse a Think-mode block from the parallel option; a block that has one must not set this."
-    analysis: Analysis | UnsetType = UNSET
+    analysis: Analysis | _msgspec.UnsetType = _msgspec.UNSET
     "Which choice is recommended and why. Required in Think mode."

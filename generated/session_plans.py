@@ -3,38 +3,40 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+import typing as _typing
 
-from msgspec import Meta, Struct
+import msgspec as _msgspec
 
 
-class SessionClearPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionClearPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_clear_plan` tool, which take no values: abandon the current plan, keeping its objective and discarding its steps. Decisions: clearing when there is no plan, or when the plan is already abandoned, is an error; a completed plan can be cleared. The tool returns these parameters as its result."""
 
 
-class SessionReadPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionReadPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_read_plan` tool, which take no values: return the current session plan, whatever its status (an abandoned one too, with its objective and no steps). Fails when there is no plan. Decision: reading changes nothing, so it adds no snapshot to the session's history."""
 
 
-Details: TypeAlias = Annotated[
-    str, Meta(max_length=512, min_length=1, pattern="^[!-~](?:[ -~\\n]*[!-~])?$(?!\\n)")
+Details: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=512, min_length=1, pattern="^[!-~](?:[ -~\\n]*[!-~])?$(?!\\n)")
 ]
 "Printable ASCII text of 1 to 512 characters that may span lines, with no leading or trailing whitespace."
-Objective: TypeAlias = Annotated[
-    str, Meta(max_length=240, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
+Objective: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=240, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
 ]
 "A plan objective: one line of printable ASCII, 1 to 240 characters, no leading or trailing spaces."
-StepId: TypeAlias = Annotated[str, Meta(pattern="^S(?:00[1-9]|0[1-9][0-9]|[1-9][0-9]{2})$(?!\\n)")]
+StepId: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^S(?:00[1-9]|0[1-9][0-9]|[1-9][0-9]{2})$(?!\\n)")
+]
 "A step id: `S` and three digits, S001 to S999 (S000 is not an id), numbered from S001 in the order steps were added to the plan, for example `S004`."
-StepStatus: TypeAlias = Literal["pending", "in_progress", "blocked", "done"]
+StepStatus: _typing.TypeAlias = _typing.Literal["pending", "in_progress", "blocked", "done"]
 "Where a step stands: `pending` (not started), `in_progress`, `blocked` (waiting on something), `done`."
-Title: TypeAlias = Annotated[
-    str, Meta(max_length=160, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
+Title: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=160, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
 ]
 "A step title: one line of printable ASCII, 1 to 160 characters, no leading or trailing spaces."
 
 
-class NewPlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class NewPlanStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """A step to add; its id is assigned when it is added."""
 
     title: Title
@@ -43,7 +45,7 @@ class NewPlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True)
     "More about the step, or null; blank text counts as null."
 
 
-class PlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class PlanStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """One step of the plan."""
 
     step_id: StepId
@@ -54,18 +56,18 @@ class PlanStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     "More about the step, or null when there is nothing to add."
     status: StepStatus
     "Where the step stands; a step is `pending` when it is added."
-    notes: Annotated[tuple[Details, ...], Meta(max_length=100)]
+    notes: _typing.Annotated[tuple[Details, ...], _msgspec.Meta(max_length=100)]
     "Observations recorded when the step was marked, oldest first; at most 100, after which marking the step with a note is refused."
 
 
-class SessionAddStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionAddStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_add_step` tool: append steps to the active plan, each `pending`. New ids continue after the highest existing one. Fails when there is no plan, when the plan is not active, and when it would pass S999 (999 steps). Decision: a completed plan takes no new steps until one of its steps is marked back, so that completed means done; an abandoned plan needs a new setup. The tool returns these parameters, trimmed, as its result."""
 
-    steps: Annotated[tuple[NewPlanStep, ...], Meta(max_length=999, min_length=1)]
+    steps: _typing.Annotated[tuple[NewPlanStep, ...], _msgspec.Meta(max_length=999, min_length=1)]
     "The steps to append, in order; at least one."
 
 
-class SessionMarkStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionMarkStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_mark_step` tool: set a step's status, optionally recording a note. Refused when there is no plan, when the plan was abandoned, for an unknown step id, and for a note on a step that already holds 100. The plan completes when every step is done, and becomes active again when a step is marked back. Decisions: a completed plan can still be marked (a note, or a step reopened); a blank note is no note. The tool returns these parameters, trimmed, as its result."""
 
     step_id: StepId
@@ -76,27 +78,27 @@ class SessionMarkStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=T
     "An observation to append to the step's notes, or null; blank text counts as null."
 
 
-class SessionPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """The single to-do plan an agent keeps for the current session: an objective and a few ordered steps with their status. Only the planning tools change it. They trim surrounding ASCII whitespace from every string they are given before checking it; a blank one counts as null where null is allowed, and is refused elsewhere. Decisions: all text is printable ASCII with no leading or trailing spaces (details and notes may span lines); step ids run S001 to S999, numbered from S001 in each plan in the order steps were added, so they are unique and increasing and never reused within a plan (no step is ever removed from one: clearing abandons the plan, and a plan set up anew starts again at S001); a plan is `completed` exactly when it has steps and every one is `done`; an abandoned plan has no steps. The last three are rules beyond the schema, which validation checks too."""
 
     objective: Objective
     "What the plan is for, in one line of at most 240 ASCII characters."
-    status: Literal["active", "completed", "abandoned"]
+    status: _typing.Literal["active", "completed", "abandoned"]
     "`active` while work remains (no steps yet, or a step not done), `completed` when it has steps and every one is done, `abandoned` after the plan was cleared."
-    steps: Annotated[tuple[PlanStep, ...], Meta(max_length=999)]
+    steps: _typing.Annotated[tuple[PlanStep, ...], _msgspec.Meta(max_length=999)]
     "The steps in order, their ids increasing. Empty after the plan was cleared."
 
 
-class SessionSetupPlan(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionSetupPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_setup_plan` tool: create the session plan, replacing any existing one, whatever its status. The plan becomes active; its steps are numbered from S001 and start `pending`. Decision: a plan may start with no steps and get them from `planning_add_step`. The tool returns these parameters, trimmed, as its result."""
 
     objective: Objective
     "What the plan is for, in one line of at most 240 ASCII characters."
-    initial_steps: Annotated[tuple[NewPlanStep, ...], Meta(max_length=999)] = ()
+    initial_steps: _typing.Annotated[tuple[NewPlanStep, ...], _msgspec.Meta(max_length=999)] = ()
     "The first steps, in order. May be empty and filled later with `planning_add_step`."
 
 
-class SessionUpdateStep(Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+class SessionUpdateStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_update_step` tool: change the title or details of a step of the active plan. Decisions: a field omitted, null or blank is left unchanged; an update that changes neither is refused (a rule beyond the schema, which validation checks too), as are an unknown step id and a plan that is not active (a completed plan's steps are settled; an abandoned plan has none). The tool returns these parameters, trimmed, as its result."""
 
     step_id: StepId

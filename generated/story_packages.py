@@ -3,124 +3,148 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+import typing as _typing
 
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+import msgspec as _msgspec
 
-Beat: TypeAlias = Annotated[str, Meta(max_length=300)]
+Beat: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One beat."
 
 
-class MusicPrompt(Struct, forbid_unknown_fields=True, kw_only=True):
+class MusicPrompt(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One weighted music prompt."""
 
-    text: Annotated[str, Meta(max_length=300, min_length=1)]
+    text: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
     "What the music should sound like."
-    weight: Annotated[float, Meta(ge=0.0, le=1.0)]
+    weight: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=1.0)]
     "The prompt's share of the mix, from 0 to 1."
 
 
-class Pacing(Struct, forbid_unknown_fields=True, kw_only=True):
+class Pacing(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """How long an encounter runs and what it dwells on."""
 
-    expected_frames: Annotated[int, Meta(ge=1, le=60)] = field(name="expectedFrames")
+    expected_frames: _typing.Annotated[int, _msgspec.Meta(ge=1, le=60)] = _msgspec.field(
+        name="expectedFrames"
+    )
     "About how many visual-novel frames the encounter takes."
-    focus: Literal["dialogue_and_worldbuilding", "standard", "tension_and_action"]
+    focus: _typing.Literal["dialogue_and_worldbuilding", "standard", "tension_and_action"]
     "What the encounter dwells on: `dialogue_and_worldbuilding`, `standard`, or `tension_and_action`."
 
 
-class PackageMeta(Struct, forbid_unknown_fields=True, kw_only=True):
+class PackageMeta(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Facts about the package as a whole."""
 
-    estimated_duration: Annotated[str, Meta(max_length=60, min_length=1)] = field(
-        name="estimatedDuration"
+    estimated_duration: _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)] = (
+        _msgspec.field(name="estimatedDuration")
     )
     "About how long a playthrough takes, such as `20-30 minutes`."
-    generation_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="generationMs")
+    generation_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="generationMs"
+    )
     "How long planning and generation took, in milliseconds."
-    total_nodes: Annotated[int, Meta(ge=0, le=1000)] | UnsetType = field(
-        default=UNSET, name="totalNodes"
+    total_nodes: _typing.Annotated[int, _msgspec.Meta(ge=0, le=1000)] | _msgspec.UnsetType = (
+        _msgspec.field(default=_msgspec.UNSET, name="totalNodes")
     )
     "How many locations the package holds across all acts."
 
 
-Theme: TypeAlias = Annotated[str, Meta(max_length=60, min_length=1)]
+Theme: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)]
 "One theme."
-PossibleEnding: TypeAlias = Annotated[str, Meta(max_length=120, min_length=1)]
+PossibleEnding: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=120, min_length=1)
+]
 "One kind of ending."
 
 
-class Progression(Struct, forbid_unknown_fields=True, kw_only=True):
+class Progression(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The act's progress tracker: encounters add to it, and the act is complete when it reaches its required value."""
 
-    required_value: Annotated[int, Meta(ge=1, le=100)] = field(name="requiredValue")
+    required_value: _typing.Annotated[int, _msgspec.Meta(ge=1, le=100)] = _msgspec.field(
+        name="requiredValue"
+    )
     "The progress needed to complete the act. It is reachable by more than one path: the act's encounters and the arc encounters of the characters in the act, each counted once (a repeatable one too), give at least this much even without the encounter that gives least, so reaching it never takes every encounter that gives progression."
-    tracker_label: Annotated[str, Meta(max_length=60, min_length=1)] = field(name="trackerLabel")
+    tracker_label: _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)] = (
+        _msgspec.field(name="trackerLabel")
+    )
     "What the progress counts, such as `Clues Found`."
 
 
-class StoryNodeWebResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryNodeWebResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `draftNodeWeb` tool returns: how many of the act's locations the call wired."""
 
     ok: bool
     "Always true: a refused call returns an error instead."
-    updated_locations: Annotated[int, Meta(ge=1, le=24)] = field(name="updatedLocations")
+    updated_locations: _typing.Annotated[int, _msgspec.Meta(ge=1, le=24)] = _msgspec.field(
+        name="updatedLocations"
+    )
     "How many locations the call wired."
 
 
-Key: TypeAlias = Annotated[str, Meta(max_length=60, min_length=1)]
+Key: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)]
 "One trigger keyword."
-AssetUrl: TypeAlias = Annotated[str, Meta(max_length=2000, pattern="^[^\\s]+$(?!\\n)")]
+AssetUrl: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=2000, pattern="^[^\\s]+$(?!\\n)")
+]
 "Where a generated file is served: a URL or a server path, with no whitespace."
-BackgroundPrompt: TypeAlias = Annotated[str, Meta(max_length=1000, min_length=1)]
+BackgroundPrompt: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=1000, min_length=1)
+]
 "A prompt for a background image: 1 to 1000 characters."
-Comment: TypeAlias = Annotated[str, Meta(max_length=4000)]
+Comment: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=4000)]
 "A note for human readers. Programs ignore it; it is accepted so that annotated example files stay valid."
-DateTime: TypeAlias = Annotated[
+DateTime: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
     ),
 ]
 "An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
-EncounterType: TypeAlias = Literal[
+EncounterType: _typing.TypeAlias = _typing.Literal[
     "discovery", "npc_interaction", "combat", "puzzle", "atmospheric"
 ]
 "The kind of encounter: `discovery`, `npc_interaction`, `combat`, `puzzle` or `atmospheric` (ambient filler)."
-Flag: TypeAlias = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_]{0,63}$(?!\\n)")]
+Flag: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9_]{0,63}$(?!\\n)")
+]
 "A story flag in snake_case, set by encounters and tested by prerequisites, such as `found_the_key`."
-Flags: TypeAlias = Annotated[list[Flag], Meta(max_length=12)]
+Flags: _typing.TypeAlias = _typing.Annotated[list[Flag], _msgspec.Meta(max_length=12)]
 "A list of story flags."
-Genre: TypeAlias = Annotated[str, Meta(max_length=80, min_length=1)]
+Genre: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
 "A genre, such as `mystery`."
-Language: TypeAlias = Annotated[str, Meta(pattern="^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$(?!\\n)")]
+Language: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$(?!\\n)")
+]
 "A BCP-47 language tag such as `en`, `fr` or `zh-Hant`."
-Line: TypeAlias = Annotated[str, Meta(max_length=300, min_length=1)]
+Line: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
 "One line of plain text."
-Lines: TypeAlias = Annotated[list[Line], Meta(max_length=12)]
+Lines: _typing.TypeAlias = _typing.Annotated[list[Line], _msgspec.Meta(max_length=12)]
 "A list of short texts."
-MusicPrompts: TypeAlias = Annotated[list[MusicPrompt], Meta(max_length=4, min_length=1)]
+MusicPrompts: _typing.TypeAlias = _typing.Annotated[
+    list[MusicPrompt], _msgspec.Meta(max_length=4, min_length=1)
+]
 "One to four weighted prompts for a location's ambient music."
-Priority: TypeAlias = Literal["low", "normal", "high", "urgent"]
+Priority: _typing.TypeAlias = _typing.Literal["low", "normal", "high", "urgent"]
 "How strongly the Director prefers the encounter when several are possible."
-Slug: TypeAlias = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9_-]{0,63}$(?!\\n)")]
+Slug: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9_-]{0,63}$(?!\\n)")
+]
 "An id or key: lower-case letters, digits, `_` and `-`, starting with a letter or digit, at most 64 characters, such as `loc_harbour` or `storm-theme`."
-Slugs: TypeAlias = Annotated[list[Slug], Meta(max_length=24)]
+Slugs: _typing.TypeAlias = _typing.Annotated[list[Slug], _msgspec.Meta(max_length=24)]
 "A list of ids."
-Text: TypeAlias = Annotated[str, Meta(max_length=4000, min_length=1)]
+Text: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=4000, min_length=1)]
 "A passage of plain text."
-Title: TypeAlias = Annotated[str, Meta(max_length=120, min_length=1)]
+Title: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=120, min_length=1)]
 "A short title."
-Uuid: TypeAlias = Annotated[
+Uuid: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
 
 
-class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
+class ArcEncounter(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """An encounter of a character's personal arc, which the Director weaves in wherever that character is. A character is in an act when a location or an encounter of the act requires them: the arc encounter can happen from the first such act on, and counts toward the progression of every act the character is in. It gives progression, sets a flag or is repeatable, as every encounter does."""
 
     id: Slug
@@ -133,27 +157,35 @@ class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
     "The kind of encounter."
     pacing: Pacing
     "How long it runs and what it dwells on."
-    arc_phase: Literal["introduction", "development", "crisis", "resolution"] = field(
-        name="arcPhase"
+    arc_phase: _typing.Literal["introduction", "development", "crisis", "resolution"] = (
+        _msgspec.field(name="arcPhase")
     )
     "Where in the character's arc this encounter sits."
-    arc_character_id: Slug | UnsetType = field(default=UNSET, name="arcCharacterId")
+    arc_character_id: Slug | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="arcCharacterId"
+    )
     "The id of the character whose arc this is: the character that holds it."
-    prerequisites: Flags | UnsetType = UNSET
+    prerequisites: Flags | _msgspec.UnsetType = _msgspec.UNSET
     "Flags that must all be set before the encounter can happen. Each is in the `potentialFlags` of an encounter that can happen itself: of this act, of an earlier act (flags carry over), or of the arc of a character in this act or an earlier one."
-    exclude_if_flags: Flags | UnsetType = field(default=UNSET, name="excludeIfFlags")
+    exclude_if_flags: Flags | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="excludeIfFlags"
+    )
     "Flags that rule the encounter out once any is set."
-    required_characters: Slugs | UnsetType = field(default=UNSET, name="requiredCharacters")
+    required_characters: Slugs | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requiredCharacters"
+    )
     "Ids of the characters who must be present, each the id of one of the package's characters."
-    gives_progression: Annotated[int, Meta(ge=0, le=20)] | UnsetType = field(
-        default=UNSET, name="givesProgression"
+    gives_progression: _typing.Annotated[int, _msgspec.Meta(ge=0, le=20)] | _msgspec.UnsetType = (
+        _msgspec.field(default=_msgspec.UNSET, name="givesProgression")
     )
     "How much the encounter adds to the act's progress."
-    potential_flags: Flags | UnsetType = field(default=UNSET, name="potentialFlags")
+    potential_flags: Flags | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="potentialFlags"
+    )
     "Flags the player can earn here."
-    findings: Lines | UnsetType = UNSET
+    findings: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Clues the player can discover here."
-    interactables: Lines | UnsetType = UNSET
+    interactables: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Items the player can find or use here."
     priority: Priority = "normal"
     "How strongly the Director prefers it. Absent: `normal`."
@@ -161,21 +193,21 @@ class ArcEncounter(Struct, forbid_unknown_fields=True, kw_only=True):
     "True when the encounter can happen more than once."
 
 
-class AssetFile(Struct, forbid_unknown_fields=True, kw_only=True):
+class AssetFile(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A generated file."""
 
     url: AssetUrl
     "Where the file is served, as a URL or a server path such as `/generated/<package id>/harbour.png`."
-    mime_type: Annotated[
+    mime_type: _typing.Annotated[
         str,
-        Meta(
+        _msgspec.Meta(
             max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
         ),
-    ] = field(name="mimeType")
+    ] = _msgspec.field(name="mimeType")
     "The file's media type, such as `image/png` or `audio/wav`."
 
 
-class ConditionalBranch(Struct, forbid_unknown_fields=True, kw_only=True):
+class ConditionalBranch(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A variation of an inevitable event that applies when its condition holds."""
 
     condition: Line
@@ -184,7 +216,7 @@ class ConditionalBranch(Struct, forbid_unknown_fields=True, kw_only=True):
     "How the event changes."
 
 
-class Encounter(Struct, forbid_unknown_fields=True, kw_only=True):
+class Encounter(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A self-contained scene at a location. The Director activates encounters in any order, guided by their prerequisites and flags. Decision: the seed says encounters MUST assign `potentialFlags` and `givesProgression`; both stay optional, since ambient filler has neither, but every encounter gives progression, sets a flag or is repeatable (no dead ends)."""
 
     id: Slug
@@ -197,21 +229,27 @@ class Encounter(Struct, forbid_unknown_fields=True, kw_only=True):
     "The kind of encounter."
     pacing: Pacing
     "How long it runs and what it dwells on."
-    prerequisites: Flags | UnsetType = UNSET
+    prerequisites: Flags | _msgspec.UnsetType = _msgspec.UNSET
     "Flags that must all be set before the encounter can happen. Each is in the `potentialFlags` of an encounter that can happen itself: of this act, of an earlier act (flags carry over), or of the arc of a character in this act or an earlier one."
-    exclude_if_flags: Flags | UnsetType = field(default=UNSET, name="excludeIfFlags")
+    exclude_if_flags: Flags | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="excludeIfFlags"
+    )
     "Flags that rule the encounter out once any is set."
-    required_characters: Slugs | UnsetType = field(default=UNSET, name="requiredCharacters")
+    required_characters: Slugs | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requiredCharacters"
+    )
     "Ids of the characters who must be present, each the id of one of the package's characters."
-    gives_progression: Annotated[int, Meta(ge=0, le=20)] | UnsetType = field(
-        default=UNSET, name="givesProgression"
+    gives_progression: _typing.Annotated[int, _msgspec.Meta(ge=0, le=20)] | _msgspec.UnsetType = (
+        _msgspec.field(default=_msgspec.UNSET, name="givesProgression")
     )
     "How much the encounter adds to the act's progress."
-    potential_flags: Flags | UnsetType = field(default=UNSET, name="potentialFlags")
+    potential_flags: Flags | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="potentialFlags"
+    )
     "Flags the player can earn here."
-    findings: Lines | UnsetType = UNSET
+    findings: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Clues the player can discover here."
-    interactables: Lines | UnsetType = UNSET
+    interactables: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Items the player can find or use here."
     priority: Priority = "normal"
     "How strongly the Director prefers it. Absent: `normal`."
@@ -219,46 +257,48 @@ class Encounter(Struct, forbid_unknown_fields=True, kw_only=True):
     "True when the encounter can happen more than once, as ambient filler does."
 
 
-class EscalationEvent(Struct, forbid_unknown_fields=True, kw_only=True):
+class EscalationEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Something that happens when the opposing force reaches a threshold."""
 
-    threshold: Annotated[int, Meta(ge=1, le=100)]
+    threshold: _typing.Annotated[int, _msgspec.Meta(ge=1, le=100)]
     "The opposing-force value at which this happens. Thresholds strictly increase, and none is above the doom clock's `requiredValue`."
     description: Line
     "What happens."
 
 
-class GlobalContext(Struct, forbid_unknown_fields=True, kw_only=True):
+class GlobalContext(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The world the whole story shares."""
 
     setting: Line
     "Where and when the story takes place."
-    tone: Annotated[str, Meta(max_length=120, min_length=1)]
+    tone: _typing.Annotated[str, _msgspec.Meta(max_length=120, min_length=1)]
     "The story's mood in a few words."
-    overarching_truths: Annotated[list[Line], Meta(max_length=12)] = field(name="overarchingTruths")
+    overarching_truths: _typing.Annotated[list[Line], _msgspec.Meta(max_length=12)] = (
+        _msgspec.field(name="overarchingTruths")
+    )
     "Facts about the world that hold throughout, known to the Director even when the player does not know them."
 
 
-class InevitableEvent(Struct, forbid_unknown_fields=True, kw_only=True):
+class InevitableEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """An event that happens whatever the player does, once its trigger condition holds."""
 
     id: Slug
     "The event's id."
     title: Title
     "The event's title."
-    trigger_condition: Line = field(name="triggerCondition")
+    trigger_condition: Line = _msgspec.field(name="triggerCondition")
     "When the event fires, such as `When progress reaches 3`."
     description: Text
     "What happens."
-    forces_climax: bool = field(name="forcesClimax")
+    forces_climax: bool = _msgspec.field(name="forcesClimax")
     "True when the event starts the act's climax."
-    conditional_branches: Annotated[list[ConditionalBranch], Meta(max_length=8)] | UnsetType = (
-        field(default=UNSET, name="conditionalBranches")
-    )
+    conditional_branches: (
+        _typing.Annotated[list[ConditionalBranch], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="conditionalBranches")
     "Variations of the event by story state."
 
 
-class Location(Struct, forbid_unknown_fields=True, kw_only=True):
+class Location(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A place in an act's sandbox, connected to other places, with its pool of encounters."""
 
     id: Slug
@@ -267,32 +307,38 @@ class Location(Struct, forbid_unknown_fields=True, kw_only=True):
     "The location's name as shown."
     location: Slug
     "The key of the location's background in `assets.backgrounds`, which holds it; usually the location's id."
-    required_characters: Slugs = field(name="requiredCharacters")
+    required_characters: Slugs = _msgspec.field(name="requiredCharacters")
     "Ids of the characters always present here, each the id of one of the package's characters."
     connections: Slugs
     "Ids of the locations of the same act the player can travel to from here, one way, as written. Every location of the act is reachable from its first location by following connections."
     mood: Slug
     "The key of the location's music in `assets.music`, which holds it."
-    ambient_detail: Line | UnsetType = field(default=UNSET, name="ambientDetail")
+    ambient_detail: Line | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="ambientDetail"
+    )
     "Sensory detail that sets the scene."
-    encounters: Annotated[list[Encounter], Meta(max_length=24)] | UnsetType = UNSET
+    encounters: (
+        _typing.Annotated[list[Encounter], _msgspec.Meta(max_length=24)] | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "The encounters the Director may pick here; at least one. Optional in the schema only so that older packages stay readable: the rules require one. A location with neither encounters nor connections is a placeholder the node web never filled."
-    callbacks: Lines | UnsetType = UNSET
+    callbacks: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Earlier story elements worth referring back to here."
-    beats: Annotated[list[Beat], Meta(max_length=24)] | UnsetType = UNSET
+    beats: _typing.Annotated[list[Beat], _msgspec.Meta(max_length=24)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Legacy scripted beats from older packages. The Director ignores them; new packages leave them out or empty."
 
 
-class NodeAssets(Struct, forbid_unknown_fields=True, kw_only=True):
+class NodeAssets(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The prompts a finalized location's background and music were made from."""
 
-    background_prompt: BackgroundPrompt = field(name="backgroundPrompt")
+    background_prompt: BackgroundPrompt = _msgspec.field(name="backgroundPrompt")
     "The prompt of the background image."
-    music_prompts: MusicPrompts = field(name="musicPrompts")
+    music_prompts: MusicPrompts = _msgspec.field(name="musicPrompts")
     "The weighted prompts of the ambient music."
 
 
-class NodeWebLocation(Struct, forbid_unknown_fields=True, kw_only=True):
+class NodeWebLocation(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One location as step 2 wires it."""
 
     id: Slug
@@ -301,43 +347,49 @@ class NodeWebLocation(Struct, forbid_unknown_fields=True, kw_only=True):
     "The location's name as shown."
     location: Slug
     "The key of the location's background; usually the location's id."
-    required_characters: Slugs = field(name="requiredCharacters")
+    required_characters: Slugs = _msgspec.field(name="requiredCharacters")
     "Ids of the characters always present here."
-    ambient_detail: Line = field(name="ambientDetail")
+    ambient_detail: Line = _msgspec.field(name="ambientDetail")
     "Sensory detail that sets the scene."
     mood: Slug
     "The key of the location's music."
     connections: Slugs
     "Ids of the locations the player can travel to from here."
-    callbacks: Lines | UnsetType = UNSET
+    callbacks: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Earlier story elements worth referring back to here."
 
 
-class OpposingForce(Struct, forbid_unknown_fields=True, kw_only=True):
+class OpposingForce(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A doom clock: a counter that rises as the act goes on and forces the climax when it reaches its maximum."""
 
-    tracker_label: Annotated[str, Meta(max_length=60, min_length=1)] = field(name="trackerLabel")
+    tracker_label: _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)] = (
+        _msgspec.field(name="trackerLabel")
+    )
     "What the counter measures, such as `Storm Surge`."
-    required_value: Annotated[int, Meta(ge=1, le=100)] = field(name="requiredValue")
+    required_value: _typing.Annotated[int, _msgspec.Meta(ge=1, le=100)] = _msgspec.field(
+        name="requiredValue"
+    )
     "The value that forces the climax."
-    escalation_events: Annotated[list[EscalationEvent], Meta(max_length=12)] = field(
-        name="escalationEvents"
+    escalation_events: _typing.Annotated[list[EscalationEvent], _msgspec.Meta(max_length=12)] = (
+        _msgspec.field(name="escalationEvents")
     )
     "What happens along the way, by threshold."
 
 
-class PersonalArc(Struct, forbid_unknown_fields=True, kw_only=True):
+class PersonalArc(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A character's own story alongside the main plot."""
 
     want: Line
     "What the character consciously desires."
     need: Line
     "What the character actually needs in order to grow."
-    arc_encounters: Annotated[list[ArcEncounter], Meta(max_length=8)] = field(name="arcEncounters")
+    arc_encounters: _typing.Annotated[list[ArcEncounter], _msgspec.Meta(max_length=8)] = (
+        _msgspec.field(name="arcEncounters")
+    )
     "The encounters of the arc."
 
 
-class StoryActOutlineResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryActOutlineResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `draftActOutline` tool returns: the act's id and title."""
 
     ok: bool
@@ -348,50 +400,54 @@ class StoryActOutlineResult(Struct, forbid_unknown_fields=True, kw_only=True):
     "The act's title."
 
 
-class StoryCharacter(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryCharacter(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `proposeCharacter` tool: one character, with an optional personal arc. The tool generates a portrait and answers `{"ok": true, "id": ..., "name": ..., "imageUrl": ...}`. Decisions: it needs the premise first; character ids are unique in the draft, so proposing an id again is refused (change the character with `updateElement`); the ids of arc encounters are unique across the draft, as every encounter id is; an arc encounter's `arcCharacterId`, when given, is the character's own id, and its `requiredCharacters` name characters already proposed or this one; an empty `imagePrompt` asks for no portrait."""
 
     id: Slug
     "The character's id, a lower-case slug such as `ines_calder`; also the key of their portrait."
-    name: Annotated[str, Meta(max_length=80, min_length=1)]
+    name: _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
     "The character's name as shown."
-    role: Literal["protagonist", "ally", "antagonist", "npc"]
+    role: _typing.Literal["protagonist", "ally", "antagonist", "npc"]
     "The character's role: `protagonist`, `ally`, `antagonist` or `npc`."
     description: Text
     "Personality, backstory and any stat modifiers."
-    image_prompt: Annotated[str, Meta(max_length=1000)] = field(name="imagePrompt")
+    image_prompt: _typing.Annotated[str, _msgspec.Meta(max_length=1000)] = _msgspec.field(
+        name="imagePrompt"
+    )
     "The prompt for the character's portrait."
-    personal_arc: PersonalArc | UnsetType = field(default=UNSET, name="personalArc")
+    personal_arc: PersonalArc | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="personalArc"
+    )
     "The character's personal arc, if they have one."
 
 
-class StoryCharacterResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryCharacterResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `proposeCharacter` tool returns: the character's id and name, and where their portrait is served. Decision: a character whose `imagePrompt` is empty gets no portrait, and `imageUrl` is null."""
 
     ok: bool
     "Always true: a refused call returns an error instead."
     id: Slug
     "The character's id."
-    name: Annotated[str, Meta(max_length=80, min_length=1)]
+    name: _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
     "The character's name as shown."
-    image_url: AssetUrl | None = field(name="imageUrl")
+    image_url: AssetUrl | None = _msgspec.field(name="imageUrl")
     "Where the character's portrait is served, or null when the character has none."
 
 
-class StoryFinalizeNode(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryFinalizeNode(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `finalizeNode` tool, pipeline step 4: generate a location's background image and ambient music. The tool answers `{"ok": true, "id": ..., "title": ..., "backgroundUrl": ..., "musicUrl": ...}`. Decisions: it needs the location's encounters first; it asks the asset hook for the background, keyed by the location's `location`, and for the music, keyed by its `mood`; a key asked for again, by this location or another, is made again and replaces the earlier file."""
 
-    act_id: Slug = field(name="actId")
+    act_id: Slug = _msgspec.field(name="actId")
     "The id of the act."
-    node_id: Slug = field(name="nodeId")
+    node_id: Slug = _msgspec.field(name="nodeId")
     "The id of the location."
-    background_prompt: BackgroundPrompt = field(name="backgroundPrompt")
+    background_prompt: BackgroundPrompt = _msgspec.field(name="backgroundPrompt")
     "The prompt for the background image."
-    music_prompts: MusicPrompts = field(name="musicPrompts")
+    music_prompts: MusicPrompts = _msgspec.field(name="musicPrompts")
     "Weighted prompts for the ambient music."
 
 
-class StoryFinalizeNodeResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryFinalizeNodeResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `finalizeNode` tool returns: the location, and where its background and music are served."""
 
     ok: bool
@@ -400,64 +456,68 @@ class StoryFinalizeNodeResult(Struct, forbid_unknown_fields=True, kw_only=True):
     "The id of the location."
     title: Title
     "The location's name as shown."
-    background_url: AssetUrl = field(name="backgroundUrl")
+    background_url: AssetUrl = _msgspec.field(name="backgroundUrl")
     "Where the location's background is served."
-    music_url: AssetUrl = field(name="musicUrl")
+    music_url: AssetUrl = _msgspec.field(name="musicUrl")
     "Where the location's music is served."
 
 
-class StoryFinalizePackage(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryFinalizePackage(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `finalizePackage` tool: assemble the draft into a story package, validate it and save it. Planning ends with this call. The tool answers `{"ok": true, "packageId": ..., "title": ..., "totalNodes": n}`. Decisions: it needs the premise, a character, an act, and every location of every act finalized, and names the first step missing. The package takes this `title` (the premise's stays in the draft), the premise's `genre`, the draft's locale as `language`, `createdAt` the moment it is finalized (UTC), `meta.totalNodes` the number of locations, `meta.generationMs` the draft's, `meta.estimatedDuration` as `A-B minutes`, from 10 to 20 seconds per expected frame of every location's encounters, rounded up; its assets hold only the keys it uses. The package is judged by `story-package` and its rules beyond the schema, every problem reported together with its JSON Pointer; a package that passes is saved, as JSON and into SQLite where the caller named them, and the draft is finalized: it takes no more calls."""
 
     title: Title
     "The story's final title."
 
 
-class StoryFinalizePackageResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryFinalizePackageResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `finalizePackage` tool returns: the package's id and title, and how many locations it holds."""
 
     ok: bool
     "Always true: a refused call returns an error instead."
-    package_id: Uuid = field(name="packageId")
+    package_id: Uuid = _msgspec.field(name="packageId")
     "The package's UUID, the draft's."
     title: Title
     "The story's final title."
-    total_nodes: Annotated[int, Meta(ge=1, le=1000)] = field(name="totalNodes")
+    total_nodes: _typing.Annotated[int, _msgspec.Meta(ge=1, le=1000)] = _msgspec.field(
+        name="totalNodes"
+    )
     "How many locations the package holds across all acts."
 
 
-class StoryNodeEncounters(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryNodeEncounters(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `draftNodeEncounters` tool, pipeline step 3: fill one location with a pool of encounters the Director may pick in any order. Every encounter should give progress, set a flag or add narrative value. The tool answers `{"ok": true, "updated": ..., "encounterCount": n}`. Decisions: it needs the location's node web first; the encounters replace the location's pool, never extend it, and a finalized location keeps its assets (finalize it again to remake them); encounter ids are unique across the draft, every act and personal arc included; `requiredCharacters` name characters already proposed."""
 
-    act_id: Slug = field(name="actId")
+    act_id: Slug = _msgspec.field(name="actId")
     "The id of the act."
-    node_id: Slug = field(name="nodeId")
+    node_id: Slug = _msgspec.field(name="nodeId")
     "The id of the location to fill."
-    encounters: Annotated[list[Encounter], Meta(max_length=24, min_length=1)]
+    encounters: _typing.Annotated[list[Encounter], _msgspec.Meta(max_length=24, min_length=1)]
     "The location's encounters; at least one."
 
 
-class StoryNodeEncountersResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryNodeEncountersResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `draftNodeEncounters` tool returns: the location filled and the size of its pool, which the call's encounters replaced."""
 
     ok: bool
     "Always true: a refused call returns an error instead."
     updated: Slug
     "The id of the location filled."
-    encounter_count: Annotated[int, Meta(ge=1, le=24)] = field(name="encounterCount")
+    encounter_count: _typing.Annotated[int, _msgspec.Meta(ge=1, le=24)] = _msgspec.field(
+        name="encounterCount"
+    )
     "How many encounters the location's pool now holds."
 
 
-class StoryNodeWeb(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryNodeWeb(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `draftNodeWeb` tool, pipeline step 2: wire an act's locations into a map the player can travel. Every location id must be one of the act's intended locations. The tool answers `{"ok": true, "updatedLocations": n}`. Decisions: it needs the act's outline first; each location is one of the act's intended locations, named once per call; a call may wire some of them, and wiring a location again replaces its web and keeps its encounters and assets; connections go one way, as written (the tool adds no way back), and name other intended locations of the same act, each once; `requiredCharacters` name characters already proposed."""
 
-    act_id: Slug = field(name="actId")
+    act_id: Slug = _msgspec.field(name="actId")
     "The id of the act whose locations these are."
-    locations: Annotated[list[NodeWebLocation], Meta(max_length=24, min_length=1)]
+    locations: _typing.Annotated[list[NodeWebLocation], _msgspec.Meta(max_length=24, min_length=1)]
     "The act's locations with their connections."
 
 
-class StoryPremiseResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryPremiseResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `proposeStoryPremise` tool returns: the story's title, as the premise set it."""
 
     ok: bool
@@ -466,50 +526,52 @@ class StoryPremiseResult(Struct, forbid_unknown_fields=True, kw_only=True):
     "The story's title."
 
 
-class StoryUpdateElement(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryUpdateElement(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `updateElement` tool: change a drafted element after it was proposed. `act` needs `id`; `node` needs `actId` and `id`; `character` needs `id`. The changes use the field names of the element's own contract. The tool answers `{"ok": true, "updated": type, "id": ...}`. Decisions: `premise` takes neither `id` nor `actId`, `character` and `act` need `id` and take no `actId`, `node` needs both; a call without an id its kind needs, or with one it takes not, is refused. The changes are merged at the top level: each field named replaces the element's whole (a list or an object is replaced, never merged) and the others stay; the element merged is then checked against its own contract (`story-premise`, `story-character`, `story-act-outline`, or a location of `story-node-web`) and the draft's decisions, and the call is refused whole at the first problem. `changes` may not name an `id`, an act's `intendedLocations` (outline the act again), nor anything a node's web does not hold; a node must be wired first. `regenerateImage` remakes a character's portrait or a finalized node's background, and is refused for the premise and an act, which have no image."""
 
-    type: Literal["premise", "character", "act", "node"]
+    type: _typing.Literal["premise", "character", "act", "node"]
     "What kind of element to change: `premise`, `character`, `act` or `node` (a location)."
-    changes: Annotated[dict[str, Any], Meta(min_length=1)]
+    changes: _typing.Annotated[dict[str, _typing.Any], _msgspec.Meta(min_length=1)]
     "The fields to change, with their new values."
-    act_id: Slug | UnsetType = field(default=UNSET, name="actId")
+    act_id: Slug | _msgspec.UnsetType = _msgspec.field(default=_msgspec.UNSET, name="actId")
     "For a node, the id of its act."
-    id: Slug | UnsetType = UNSET
+    id: Slug | _msgspec.UnsetType = _msgspec.UNSET
     "The id of the character, act or node to change."
-    regenerate_image: bool = field(default=False, name="regenerateImage")
+    regenerate_image: bool = _msgspec.field(default=False, name="regenerateImage")
     "True to generate the element's image again after the change."
 
 
-class StoryUpdateElementResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryUpdateElementResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What the `updateElement` tool returns: the kind of element changed and, for all but the premise, its id."""
 
     ok: bool
     "Always true: a refused call returns an error instead."
-    updated: Literal["premise", "character", "act", "node"]
+    updated: _typing.Literal["premise", "character", "act", "node"]
     "The kind of element changed."
     id: Slug | None = None
     "The id of the character, act or node changed; null for the premise."
 
 
-class WorldInfo(Struct, forbid_unknown_fields=True, kw_only=True):
+class WorldInfo(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A piece of lore shown to the storyteller when one of its keywords comes up."""
 
     id: Slug
     "The entry's id."
-    keys: Annotated[list[Key], Meta(max_length=12, min_length=1)]
+    keys: _typing.Annotated[list[Key], _msgspec.Meta(max_length=12, min_length=1)]
     "Keywords that bring this entry into the storyteller's context."
     content: Text
     "The lore itself."
-    type: Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")]
+    type: _typing.Annotated[str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")]
     "What kind of entry this is, such as `lore`, `atmosphere` or `character`."
 
 
-AssetMap: TypeAlias = Annotated[dict[Slug, AssetFile], Meta(max_length=200)]
+AssetMap: _typing.TypeAlias = _typing.Annotated[
+    dict[Slug, AssetFile], _msgspec.Meta(max_length=200)
+]
 "Generated files keyed by asset key."
 
 
-class Act(Struct, forbid_unknown_fields=True, kw_only=True):
+class Act(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One act: an objective, a sandbox of locations, and what drives it to its climax."""
 
     id: Slug
@@ -518,29 +580,33 @@ class Act(Struct, forbid_unknown_fields=True, kw_only=True):
     "The act's title."
     objective: Line
     "What the player must achieve in this act."
-    scenario_context: Text = field(name="scenarioContext")
+    scenario_context: Text = _msgspec.field(name="scenarioContext")
     "The hidden truth of the act, known to the Director only."
-    narrative_guidelines: Text = field(name="narrativeGuidelines")
+    narrative_guidelines: Text = _msgspec.field(name="narrativeGuidelines")
     "Stylistic rules for narrating the act."
-    sandbox_locations: Annotated[list[Location], Meta(max_length=24, min_length=1)] = field(
-        name="sandboxLocations"
-    )
+    sandbox_locations: _typing.Annotated[
+        list[Location], _msgspec.Meta(max_length=24, min_length=1)
+    ] = _msgspec.field(name="sandboxLocations")
     "The act's locations; at least one. The first is the act's start."
-    scenario_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
-        default=UNSET, name="scenarioWorldInfo"
-    )
+    scenario_world_info: (
+        _typing.Annotated[list[WorldInfo], _msgspec.Meta(max_length=40)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="scenarioWorldInfo")
     "Lore for this act, triggered by keywords."
-    inevitable_events: Annotated[list[InevitableEvent], Meta(max_length=8)] | UnsetType = field(
-        default=UNSET, name="inevitableEvents"
-    )
+    inevitable_events: (
+        _typing.Annotated[list[InevitableEvent], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="inevitableEvents")
     "Events that happen whatever the player does."
-    global_progression: Progression | UnsetType = field(default=UNSET, name="globalProgression")
+    global_progression: Progression | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="globalProgression"
+    )
     "The act's progress tracker. Optional, as in the seed's outline: an act without one ends by its inevitable events."
-    opposing_force: OpposingForce | UnsetType = field(default=UNSET, name="opposingForce")
+    opposing_force: OpposingForce | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="opposingForce"
+    )
     "The act's doom clock."
 
 
-class Assets(Struct, forbid_unknown_fields=True, kw_only=True):
+class Assets(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The package's generated files."""
 
     backgrounds: AssetMap
@@ -551,62 +617,66 @@ class Assets(Struct, forbid_unknown_fields=True, kw_only=True):
     "Music, keyed by each location's `mood` key."
 
 
-class Character(Struct, forbid_unknown_fields=True, kw_only=True):
+class Character(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A character of the story."""
 
     id: Slug
     "The character's id, which is also the key of their portrait in `assets.characters`."
-    name: Annotated[str, Meta(max_length=80, min_length=1)]
+    name: _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
     "The character's name as shown."
-    role: Literal["protagonist", "ally", "antagonist", "npc"]
+    role: _typing.Literal["protagonist", "ally", "antagonist", "npc"]
     "The character's role: `protagonist`, `ally`, `antagonist` or `npc`."
     description: Text
     "Personality, backstory and any stat modifiers."
-    image_prompt: Annotated[str, Meta(max_length=1000)] = field(name="imagePrompt")
+    image_prompt: _typing.Annotated[str, _msgspec.Meta(max_length=1000)] = _msgspec.field(
+        name="imagePrompt"
+    )
     "The prompt for the character's portrait; may be empty (or blank) when no portrait is wanted. Otherwise `assets.characters` holds the portrait, keyed by the character's id."
-    personal_arc: PersonalArc | UnsetType = field(default=UNSET, name="personalArc")
+    personal_arc: PersonalArc | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="personalArc"
+    )
     "The character's personal arc, if they have one."
 
 
-class DraftLocation(Struct, forbid_unknown_fields=True, kw_only=True):
+class DraftLocation(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One location of an act, at whatever pipeline step it has reached: a placeholder (no `web`), wired (no encounters yet), filled (not finalized yet) or finalized."""
 
     id: Slug
     "The location's id, one of the act's intended locations."
     web: NodeWebLocation | None
     "The location as the node web wired it, or null while it is a placeholder."
-    encounters: Annotated[list[Encounter], Meta(max_length=24)]
+    encounters: _typing.Annotated[list[Encounter], _msgspec.Meta(max_length=24)]
     "The location's pool of encounters; empty until they are drafted."
     finalized: NodeAssets | None
     "The prompts of the location's assets, or null until the node is finalized."
 
 
-class Plot(Struct, forbid_unknown_fields=True, kw_only=True):
+class Plot(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The story's premise, shared world and acts."""
 
-    premise: Annotated[str, Meta(max_length=600, min_length=1)]
+    premise: _typing.Annotated[str, _msgspec.Meta(max_length=600, min_length=1)]
     "The story in one or two sentences."
-    themes: Annotated[list[Theme], Meta(max_length=8, min_length=1)]
+    themes: _typing.Annotated[list[Theme], _msgspec.Meta(max_length=8, min_length=1)]
     "The story's core themes."
-    global_context: GlobalContext = field(name="globalContext")
+    global_context: GlobalContext = _msgspec.field(name="globalContext")
     "The world the whole story shares."
-    acts: Annotated[list[Act], Meta(max_length=8, min_length=1)]
+    acts: _typing.Annotated[list[Act], _msgspec.Meta(max_length=8, min_length=1)]
     "The acts in order; at least one."
-    possible_endings: Annotated[list[PossibleEnding], Meta(max_length=6, min_length=1)] = field(
-        name="possibleEndings"
-    )
+    possible_endings: _typing.Annotated[
+        list[PossibleEnding], _msgspec.Meta(max_length=6, min_length=1)
+    ] = _msgspec.field(name="possibleEndings")
     "The kinds of ending the story can reach."
-    global_materials: Annotated[list[Line], Meta(max_length=12)] | UnsetType = field(
-        default=UNSET, name="globalMaterials"
-    )
+    global_materials: (
+        _typing.Annotated[list[Line], _msgspec.Meta(max_length=12)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="globalMaterials")
     "Motifs, items and symbols that recur across the story."
-    global_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
-        default=UNSET, name="globalWorldInfo"
-    )
+    global_world_info: (
+        _typing.Annotated[list[WorldInfo], _msgspec.Meta(max_length=40)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="globalWorldInfo")
     "Lore for the whole story, triggered by keywords."
 
 
-class StoryActOutline(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryActOutline(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `draftActOutline` tool, pipeline step 1: the act's skeleton, with its progress tracker, doom clock and the locations it will need. It creates one placeholder location per entry of `intendedLocations` and answers `{"ok": true, "id": ..., "title": ...}`. Decisions: it needs the premise first; intended locations are unique within the act, and a location id may recur in another act, where it is another location; outlining an act id again replaces its outline and placeholders while none of its locations is wired, and is refused once one is (change the act with `updateElement`)."""
 
     id: Slug
@@ -615,42 +685,48 @@ class StoryActOutline(Struct, forbid_unknown_fields=True, kw_only=True):
     "The act's title."
     objective: Line
     "What the player must achieve in this act."
-    scenario_context: Text = field(name="scenarioContext")
+    scenario_context: Text = _msgspec.field(name="scenarioContext")
     "The hidden truth of the act, known to the Director only."
-    narrative_guidelines: Text = field(name="narrativeGuidelines")
+    narrative_guidelines: Text = _msgspec.field(name="narrativeGuidelines")
     "Stylistic rules for narrating the act."
-    intended_locations: Annotated[list[Slug], Meta(max_length=24, min_length=1)] = field(
-        name="intendedLocations"
-    )
+    intended_locations: _typing.Annotated[
+        list[Slug], _msgspec.Meta(max_length=24, min_length=1)
+    ] = _msgspec.field(name="intendedLocations")
     "Ids of the locations the act will use; step 2 wires them together."
-    inevitable_events: Annotated[list[InevitableEvent], Meta(max_length=8)] | UnsetType = field(
-        default=UNSET, name="inevitableEvents"
-    )
+    inevitable_events: (
+        _typing.Annotated[list[InevitableEvent], _msgspec.Meta(max_length=8)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="inevitableEvents")
     "Events that happen whatever the player does."
-    scenario_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
-        default=UNSET, name="scenarioWorldInfo"
-    )
+    scenario_world_info: (
+        _typing.Annotated[list[WorldInfo], _msgspec.Meta(max_length=40)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="scenarioWorldInfo")
     "Lore for this act, triggered by keywords."
-    global_progression: Progression | UnsetType = field(default=UNSET, name="globalProgression")
+    global_progression: Progression | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="globalProgression"
+    )
     "The act's progress tracker."
-    opposing_force: OpposingForce | UnsetType = field(default=UNSET, name="opposingForce")
+    opposing_force: OpposingForce | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="opposingForce"
+    )
     "The act's doom clock."
 
 
-class StoryPackage(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryPackage(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A complete sandbox visual novel, assembled when planning is finalized: premise, characters, acts of connected locations with pools of encounters, and the generated assets. At play time a hidden Director picks encounters from the pools by flags, progression and pacing, so encounters must work in any order. Decisions: ids are lower-case slugs; `language` defaults to `en`; `beats` on a location is a legacy field kept only so that older packages stay readable; `_note` is accepted at the top as a note for humans. Beyond the schema, the story package's rules check the whole story, as finalizing does: references resolve, every location has encounters and is reachable from its act's start, every prerequisite flag can be set, each act's progression is reachable by more than one path, doom-clock thresholds increase, and no encounter is a dead end (each field below says what it must satisfy)."""
 
     id: Uuid
     "The package's UUID, assigned when planning starts."
-    created_at: DateTime = field(name="createdAt")
+    created_at: DateTime = _msgspec.field(name="createdAt")
     "When the package was finalized."
     title: Title
     "The story's title."
     genre: Genre
     "The story's genre, such as `mystery` or `noir`."
-    art_style: Annotated[str, Meta(max_length=300, min_length=1)] = field(name="artStyle")
+    art_style: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)] = _msgspec.field(
+        name="artStyle"
+    )
     "The visual style for every generated image, such as `ink wash, muted colours`."
-    characters: Annotated[list[Character], Meta(max_length=40, min_length=1)]
+    characters: _typing.Annotated[list[Character], _msgspec.Meta(max_length=40, min_length=1)]
     "Everyone who appears in the story; at least the protagonist."
     plot: Plot
     "The story's premise, world and acts."
@@ -658,66 +734,72 @@ class StoryPackage(Struct, forbid_unknown_fields=True, kw_only=True):
     "The generated images and music, keyed by asset key."
     meta: PackageMeta
     "Facts about the package as a whole."
-    note: Comment | UnsetType = field(default=UNSET, name="_note")
+    note: Comment | _msgspec.UnsetType = _msgspec.field(default=_msgspec.UNSET, name="_note")
     "A note for human readers about this package. Programs ignore it."
     language: Language = "en"
     "The language of all player-facing text, as a BCP-47 tag. Absent: `en`."
 
 
-class StoryPremise(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryPremise(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Input of the `proposeStoryPremise` tool, called once early in planning: the story's title, style, world and premise. The tool answers `{"ok": true, "title": ...}`. Decisions: every other tool needs the premise first; a second premise is refused (change it with `updateElement`); `genre` is asked for here, since the package needs one and no other tool gives it; a premise that names a `language` sets the draft's locale, and one that does not takes the draft's locale."""
 
     title: Title
     "The story's title."
     genre: Genre
     "The story's genre, such as `mystery` or `noir`: the package's `genre`."
-    art_style: Annotated[str, Meta(max_length=300, min_length=1)] = field(name="artStyle")
-    "The visual style for every generated image, such as `ink wash, muted colours`."
-    global_context: GlobalContext = field(name="globalContext")
-    "The world the whole story shares."
-    premise: Annotated[str, Meta(max_length=600, min_length=1)]
-    "The story in one or two sentences."
-    themes: Annotated[list[Theme], Meta(max_length=8, min_length=1)]
-    "The story's core themes."
-    global_materials: Annotated[list[Line], Meta(max_length=12)] = field(name="globalMaterials")
-    "Motifs, items and symbols that recur across the story."
-    possible_endings: Annotated[list[PossibleEnding], Meta(max_length=3, min_length=2)] = field(
-        name="possibleEndings"
+    art_style: _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)] = _msgspec.field(
+        name="artStyle"
     )
+    "The visual style for every generated image, such as `ink wash, muted colours`."
+    global_context: GlobalContext = _msgspec.field(name="globalContext")
+    "The world the whole story shares."
+    premise: _typing.Annotated[str, _msgspec.Meta(max_length=600, min_length=1)]
+    "The story in one or two sentences."
+    themes: _typing.Annotated[list[Theme], _msgspec.Meta(max_length=8, min_length=1)]
+    "The story's core themes."
+    global_materials: _typing.Annotated[list[Line], _msgspec.Meta(max_length=12)] = _msgspec.field(
+        name="globalMaterials"
+    )
+    "Motifs, items and symbols that recur across the story."
+    possible_endings: _typing.Annotated[
+        list[PossibleEnding], _msgspec.Meta(max_length=3, min_length=2)
+    ] = _msgspec.field(name="possibleEndings")
     "Two or three kinds of ending the story can reach."
     language: Language = "en"
     "The language of all player-facing text, as a BCP-47 tag. Absent: the draft's locale, which is `en` unless the draft was started in another."
-    global_world_info: Annotated[list[WorldInfo], Meta(max_length=40)] | UnsetType = field(
-        default=UNSET, name="globalWorldInfo"
-    )
+    global_world_info: (
+        _typing.Annotated[list[WorldInfo], _msgspec.Meta(max_length=40)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="globalWorldInfo")
     "Lore for the whole story, triggered by keywords."
 
 
-class DraftAct(Struct, forbid_unknown_fields=True, kw_only=True):
+class DraftAct(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One act as drafted: its outline and a location per intended location."""
 
     outline: StoryActOutline
     "The act's outline as drafted and updated."
-    locations: Annotated[list[DraftLocation], Meta(max_length=24, min_length=1)]
+    locations: _typing.Annotated[list[DraftLocation], _msgspec.Meta(max_length=24, min_length=1)]
     "One entry per intended location, in the outline's order."
 
 
-class StoryDraft(Struct, forbid_unknown_fields=True, kw_only=True):
+class StoryDraft(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A story package being planned: what the eight tools have drafted so far, saved after every successful call so that it survives a restart and resumes identical. Only the tools change it. Each act goes through the pipeline location by location: an outline makes a placeholder per intended location, a node web wires it (`web`), encounters fill its pool, and finalizing the node records its asset prompts (`finalized`); `finalizePackage` comes last and closes the draft."""
 
-    package_id: Uuid = field(name="packageId")
+    package_id: Uuid = _msgspec.field(name="packageId")
     "The UUID the package will have, assigned when the draft starts; it also names the draft's saved session."
     locale: Language
     "The language of the story, as a BCP-47 tag: the one the draft started with, until a premise names another."
-    status: Literal["drafting", "finalized"]
+    status: _typing.Literal["drafting", "finalized"]
     "`drafting` until `finalizePackage` succeeds, then `finalized`: a finalized draft takes no more calls."
-    generation_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="generationMs")
+    generation_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="generationMs"
+    )
     "The time the successful calls took, asset generation included, in milliseconds, up to a day: the package's `meta.generationMs`. Time between calls, and across a restart, does not count."
     premise: StoryPremise | None
     "The premise as proposed and updated, its `language` the draft's locale; null until one is proposed."
-    characters: Annotated[list[Character], Meta(max_length=40)]
+    characters: _typing.Annotated[list[Character], _msgspec.Meta(max_length=40)]
     "The characters in the order they were proposed; their ids are unique."
-    acts: Annotated[list[DraftAct], Meta(max_length=8)]
+    acts: _typing.Annotated[list[DraftAct], _msgspec.Meta(max_length=8)]
     "The acts in the order they were first outlined; their ids are unique."
     assets: Assets
     "The files the asset hook made (or, by default, would make), keyed by asset key: a key asked for again is replaced."

@@ -3,39 +3,45 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+import typing as _typing
 
-from msgspec import UNSET, Meta, Struct, UnsetType, field
+import msgspec as _msgspec
 
 
-class DroppedEvents(Struct, forbid_unknown_fields=True, kw_only=True):
+class DroppedEvents(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The `log` and `ui_event` events of one tool, over all its attempts, left out of its trace because the plan's budget for kept events was spent. Decision: a plan keeps a bounded number of event bytes, so that its memory and its result stay bounded however much its tools write; only events that inform are dropped (a `ui_event` still reaches the caller's handler as it arrives), while `state_patch`, `asset`, `error` and `done` events are always kept or, when even they do not fit, fail their attempt."""
 
-    count: Annotated[int, Meta(ge=1)]
+    count: _typing.Annotated[int, _msgspec.Meta(ge=1)]
     "How many events were dropped."
-    bytes: Annotated[int, Meta(ge=1)]
+    bytes: _typing.Annotated[int, _msgspec.Meta(ge=1)]
     "Their total size in bytes, as JSON lines without the newline."
 
 
-class RetryPolicy(Struct, forbid_unknown_fields=True, kw_only=True):
+class RetryPolicy(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Retries after a failure, with exponential backoff: the wait before retry n is `backoffMs * 2^(n-1)` milliseconds."""
 
-    max_retries: Annotated[int, Meta(ge=0, le=10)] = field(default=3, name="maxRetries")
+    max_retries: _typing.Annotated[int, _msgspec.Meta(ge=0, le=10)] = _msgspec.field(
+        default=3, name="maxRetries"
+    )
     "How many times to retry after the first failure, from 0 to 10."
-    backoff_ms: Annotated[int, Meta(ge=0, le=60000)] = field(default=100, name="backoffMs")
+    backoff_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=60000)] = _msgspec.field(
+        default=100, name="backoffMs"
+    )
     "The wait before the first retry, in milliseconds (at most one minute); each later wait doubles."
 
 
-Capability: TypeAlias = Annotated[str, Meta(pattern="^[a-z0-9][a-z0-9-]{0,39}$(?!\\n)")]
+Capability: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9-]{0,39}$(?!\\n)")
+]
 "One capability tag, lower case, such as `dice` or `narration`."
 
 
-class ToolError(Struct, forbid_unknown_fields=True, kw_only=True):
+class ToolError(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Why a tool or a plan failed."""
 
-    message: Annotated[str, Meta(max_length=4000)]
+    message: _typing.Annotated[str, _msgspec.Meta(max_length=4000)]
     "What went wrong, in plain text."
-    category: Literal[
+    category: _typing.Literal[
         "tool_failure",
         "circular_dependency",
         "invalid_plan",
@@ -44,422 +50,513 @@ class ToolError(Struct, forbid_unknown_fields=True, kw_only=True):
         "process_error",
     ]
     "The kind of failure, for the replan strategy: `tool_failure` (the script reported failure), `circular_dependency` (the dependencies form a cycle), `invalid_plan` (duplicate ids, unknown dependencies or an unusable script path), `timeout`, `invalid_json` (output that breaks the event protocol), `process_error` (the process could not start, crashed or exited non-zero)."
-    code: Annotated[str, Meta(max_length=64)] | UnsetType = UNSET
+    code: _typing.Annotated[str, _msgspec.Meta(max_length=64)] | _msgspec.UnsetType = _msgspec.UNSET
     "The script's `errorCode`, or the executor's own code for the failure."
-    details: dict[str, Any] | UnsetType = UNSET
+    details: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "Structured details about the failure, free-form."
 
 
-Comment: TypeAlias = Annotated[str, Meta(max_length=4000)]
+Comment: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=4000)]
 "A note for human readers. Programs ignore it; it is accepted so that annotated example files stay valid."
-Cue: TypeAlias = Annotated[
+Cue: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         max_length=400,
         min_length=1,
         pattern="^([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*( \\.\\.\\. ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*| ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*)*$(?!\\n)",
     ),
 ]
 "Words of a cue: lower-case words of letters, digits and `'` as an input is split into words (a word starts with a letter, or is a number; `'` joins two parts, as in `don't`), separated by single spaces; `/` between words makes them alternatives for one place, and `...` between two places lets up to six other words stand there, for example `light/kindle ... torch`."
-DateTime: TypeAlias = Annotated[
+DateTime: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
     ),
 ]
 "An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
-ProtocolVersion: TypeAlias = Literal["0"]
+ProtocolVersion: _typing.TypeAlias = _typing.Literal["0"]
 'The protocol version; always the string "0".'
-RelativePath: TypeAlias = Annotated[
+RelativePath: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         max_length=256,
         pattern="^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$(?!\\n)",
     ),
 ]
 "A relative path of `/`-separated segments made of letters, digits, `.`, `_` and `-`. No segment starts with `.`, so `..` and hidden files cannot appear."
-RequestId: TypeAlias = Annotated[str, Meta(max_length=128)]
+RequestId: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=128)]
 "The request id the executor handed to the script, repeated so that events can be matched to their request."
-SkillName: TypeAlias = Annotated[
-    str, Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")
+SkillName: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")
 ]
 "A skill name: lower-case letters and digits in words joined by single hyphens, for example `dice-roller`."
-ToolId: TypeAlias = Annotated[str, Meta(pattern="^[A-Za-z][A-Za-z0-9_-]{0,63}$(?!\\n)")]
+ToolId: _typing.TypeAlias = _typing.Annotated[
+    str, _msgspec.Meta(pattern="^[A-Za-z][A-Za-z0-9_-]{0,63}$(?!\\n)")
+]
 "An id for one tool call, unique within its plan: a letter, then up to 63 letters, digits, `_` or `-`, for example `t1` or `light_torch`."
-Uuid: TypeAlias = Annotated[
+Uuid: _typing.TypeAlias = _typing.Annotated[
     str,
-    Meta(
+    _msgspec.Meta(
         pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
 
 
-class AssetEvent(Struct, tag_field="type", tag="asset", forbid_unknown_fields=True, kw_only=True):
+class AssetEvent(
+    _msgspec.Struct, tag_field="type", tag="asset", forbid_unknown_fields=True, kw_only=True
+):
     """A file the script produced, such as an image or a sound. The file must exist when the event is read."""
 
     version: ProtocolVersion
     'Always "0".'
-    asset_id: Annotated[str, Meta(max_length=128, min_length=1)] = field(name="assetId")
+    asset_id: _typing.Annotated[str, _msgspec.Meta(max_length=128, min_length=1)] = _msgspec.field(
+        name="assetId"
+    )
     "An id for the asset, unique within the run."
-    kind: Annotated[str, Meta(max_length=64, min_length=1)]
+    kind: _typing.Annotated[str, _msgspec.Meta(max_length=64, min_length=1)]
     "What the asset is for, such as `image`, `audio` or `map`."
-    media_type: Annotated[
+    media_type: _typing.Annotated[
         str,
-        Meta(
+        _msgspec.Meta(
             max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
         ),
-    ] = field(name="mediaType")
+    ] = _msgspec.field(name="mediaType")
     "The IANA media type of the file, lower case, for example `image/png`."
     path: RelativePath
     "Where the file is, relative to the skill folder (the script's working folder) or, when no file is there, to the skill's data folder. It must resolve to a file inside one of those two folders or a folder the executor allows for assets."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
-    metadata: dict[str, Any] | UnsetType = UNSET
+    metadata: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "Free-form details about the asset, such as its size or a caption."
 
 
-class AssetReference(Struct, forbid_unknown_fields=True, kw_only=True):
+class AssetReference(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """An asset registered during execution."""
 
-    asset_id: Annotated[str, Meta(max_length=128, min_length=1)] = field(name="assetId")
+    asset_id: _typing.Annotated[str, _msgspec.Meta(max_length=128, min_length=1)] = _msgspec.field(
+        name="assetId"
+    )
     "The asset's id as its event gave it."
-    kind: Annotated[str, Meta(max_length=64, min_length=1)]
+    kind: _typing.Annotated[str, _msgspec.Meta(max_length=64, min_length=1)]
     "What the asset is for, such as `image`."
-    media_type: Annotated[str, Meta(max_length=128)] = field(name="mediaType")
+    media_type: _typing.Annotated[str, _msgspec.Meta(max_length=128)] = _msgspec.field(
+        name="mediaType"
+    )
     "The IANA media type of the file."
-    path: Annotated[str, Meta(max_length=4096)]
+    path: _typing.Annotated[str, _msgspec.Meta(max_length=4096)]
     "The file's resolved path."
-    tool_id: ToolId = field(name="toolId")
+    tool_id: ToolId = _msgspec.field(name="toolId")
     "The tool that produced it."
 
 
-class ChosenSkill(Struct, forbid_unknown_fields=True, kw_only=True):
+class ChosenSkill(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One skill a planner chose, and why."""
 
     skill: SkillName
     "The skill's name."
-    why: Annotated[str, Meta(max_length=300)]
+    why: _typing.Annotated[str, _msgspec.Meta(max_length=300)]
     "Why it was chosen, on one line: the cue and the words of the input it matched, or the step that chose it."
 
 
-class DoneEvent(Struct, tag_field="type", tag="done", forbid_unknown_fields=True, kw_only=True):
+class DoneEvent(
+    _msgspec.Struct, tag_field="type", tag="done", forbid_unknown_fields=True, kw_only=True
+):
     """The end of the run: exactly one per run, and the last line the script writes."""
 
     version: ProtocolVersion
     'Always "0".'
     ok: bool
     "True when the script did what it was asked; false when it failed."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
-    summary: Annotated[str, Meta(max_length=4000)] | UnsetType = UNSET
+    summary: _typing.Annotated[str, _msgspec.Meta(max_length=4000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "A one-line account of the outcome, in plain text."
 
 
-class ErrorEvent(Struct, tag_field="type", tag="error", forbid_unknown_fields=True, kw_only=True):
+class ErrorEvent(
+    _msgspec.Struct, tag_field="type", tag="error", forbid_unknown_fields=True, kw_only=True
+):
     """A problem the script wants reported. It does not end the run; the `done` event decides success."""
 
     version: ProtocolVersion
     'Always "0".'
-    error_code: Annotated[str, Meta(max_length=64, min_length=1)] = field(name="errorCode")
+    error_code: _typing.Annotated[str, _msgspec.Meta(max_length=64, min_length=1)] = _msgspec.field(
+        name="errorCode"
+    )
     "A short stable code for the problem, such as `bad_formula`."
-    error_message: Annotated[str, Meta(max_length=4000)] = field(name="errorMessage")
+    error_message: _typing.Annotated[str, _msgspec.Meta(max_length=4000)] = _msgspec.field(
+        name="errorMessage"
+    )
     "What went wrong, in plain text."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
-    details: dict[str, Any] | UnsetType = UNSET
+    details: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "Structured details about the problem, free-form."
 
 
-class FailedTool(Struct, forbid_unknown_fields=True, kw_only=True):
+class FailedTool(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One tool that did not succeed."""
 
-    tool_id: ToolId = field(name="toolId")
+    tool_id: ToolId = _msgspec.field(name="toolId")
     "The tool's `toolId` in the plan."
-    tool_path: RelativePath = field(name="toolPath")
+    tool_path: RelativePath = _msgspec.field(name="toolPath")
     "What the tool called: the plan's `toolPath`."
-    state: Literal["failed", "timeout"]
+    state: _typing.Literal["failed", "timeout"]
     "How the tool ended: `failed` after its last retry, or `timeout`."
-    retry_count: Annotated[int, Meta(ge=0, le=10)] = field(name="retryCount")
+    retry_count: _typing.Annotated[int, _msgspec.Meta(ge=0, le=10)] = _msgspec.field(
+        name="retryCount"
+    )
     "How many retries were made after the first attempt."
     error: ToolError
     "Why the tool failed, as the execution result says."
 
 
-class LogEvent(Struct, tag_field="type", tag="log", forbid_unknown_fields=True, kw_only=True):
+class LogEvent(
+    _msgspec.Struct, tag_field="type", tag="log", forbid_unknown_fields=True, kw_only=True
+):
     """A diagnostic message. Never an error by itself, whatever its level."""
 
     version: ProtocolVersion
     'Always "0".'
-    level: Literal["debug", "info", "warn", "error"]
+    level: _typing.Literal["debug", "info", "warn", "error"]
     "How much the message matters: debug, info, warn or error."
-    message: Annotated[str, Meta(max_length=4000)]
+    message: _typing.Annotated[str, _msgspec.Meta(max_length=4000)]
     "The message, in plain text."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
-    fields: dict[str, Any] | UnsetType = UNSET
+    fields: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "Structured details for the message, free-form."
 
 
-class SkillChoice(Struct, forbid_unknown_fields=True, kw_only=True):
+class SkillChoice(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Which skills a planner chose for a player input, and why, before the plan's tools were written. Decisions: a narration skill (capability `narration`) is never chosen: it is called last to narrate the rest; an empty `skills` list means the input called for no skill, so the plan calls none."""
 
-    by: Literal["cues", "model", "plan", "patterns"]
+    by: _typing.Literal["cues", "model", "plan", "patterns"]
     "The step that chose: `cues` when the scripts' cues chose (the model may have chosen among the skills without cues too: their `why` says so), `model` when the model chose among every enabled skill, `plan` when the model chose while writing the whole plan, `patterns` when the pattern planner wrote the plan."
-    skills: Annotated[list[ChosenSkill], Meta(max_length=64)]
+    skills: _typing.Annotated[list[ChosenSkill], _msgspec.Meta(max_length=64)]
     "The skills chosen, in the order their tools are called."
 
 
-class SkillScript(Struct, forbid_unknown_fields=True, kw_only=True):
+class SkillScript(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One executable script of a skill."""
 
-    name: Annotated[str, Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")]
+    name: _typing.Annotated[
+        str, _msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")
+    ]
     "A short name for the script, unique within the skill, for example `roll`."
     path: RelativePath
     "The script file relative to the skill folder. A plan runs it as `skills/<skill name>/<path>`."
-    description: Annotated[str, Meta(max_length=1000)] | UnsetType = UNSET
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=1000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "What the script does and what input it expects."
-    input_schema: RelativePath | UnsetType = field(default=UNSET, name="inputSchema")
+    input_schema: RelativePath | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="inputSchema"
+    )
     "A JSON Schema file, relative to the skill folder, that the script's input must satisfy."
-    timeout: Annotated[int, Meta(ge=1000, le=300000)] = 30000
+    timeout: _typing.Annotated[int, _msgspec.Meta(ge=1000, le=300000)] = 30000
     "How long one run of the script may take, in milliseconds, from 1 second to 5 minutes."
     required: bool = False
     "When true, the skill cannot work without this script, so a missing or broken script disables the skill."
-    cues: Annotated[list[Cue], Meta(max_length=64)] = field(default_factory=list)
+    cues: _typing.Annotated[list[Cue], _msgspec.Meta(max_length=64)] = _msgspec.field(
+        default_factory=list
+    )
     "Player words that call for this script, which the narrator's planner chooses by before the model writes the inputs. A cue matches when its words appear in one sentence of the input, in order, side by side; `/` separates alternatives for one place (`light/kindle`), and `...` between two places lets up to six other words stand between them. A word matches its plain forms too (`roll` matches `rolls`, `rolled`, `rolling`), and a number written before letters is a word of its own (`2d6` is `2` and `d6`); write other forms (`lit`) as words of their own. Without cues, a script is chosen by the model alone."
 
 
 class StatePatchEvent(
-    Struct, tag_field="type", tag="state_patch", forbid_unknown_fields=True, kw_only=True
+    _msgspec.Struct, tag_field="type", tag="state_patch", forbid_unknown_fields=True, kw_only=True
 ):
     """A change to the session state, merged into it: objects merge key by key, arrays replace, and null deletes a key."""
 
     version: ProtocolVersion
     'Always "0".'
-    patch: dict[str, Any]
+    patch: dict[str, _typing.Any]
     "The keys to merge into the session state."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
 
 
-class ToolInvocation(Struct, forbid_unknown_fields=True, kw_only=True):
+class ToolInvocation(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One call of one skill script."""
 
-    tool_id: ToolId = field(name="toolId")
+    tool_id: ToolId = _msgspec.field(name="toolId")
     "The id of this call, unique within the plan. Other tools list it in their `dependencies`."
-    tool_path: RelativePath = field(name="toolPath")
+    tool_path: RelativePath = _msgspec.field(name="toolPath")
     "The script to run, written `skills/<skill name>/<script path as declared in that skill's manifest>`, for example `skills/dice-roller/roll.py`."
-    input: dict[str, Any] | UnsetType = UNSET
+    input: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "The JSON object handed to the script. Its shape belongs to the script: when the script's manifest names an input schema, the input must satisfy it."
-    dependencies: Annotated[list[ToolId], Meta(max_length=64)] = field(default_factory=list)
+    dependencies: _typing.Annotated[list[ToolId], _msgspec.Meta(max_length=64)] = _msgspec.field(
+        default_factory=list
+    )
     "The `toolId`s of tools that must finish before this one starts. Each must name another tool of this plan, and no chain of dependencies may lead back to this tool."
     required: bool = True
     "When true, a failure of this tool skips every tool that depends on it and fails the plan. When false, its dependents still run and the plan can still succeed."
-    async_: bool = field(default=False, name="async")
+    async_: bool = _msgspec.field(default=False, name="async")
     "When true and the plan's `parallel` is true, this tool may run at the same time as other tools it does not depend on."
-    retry_policy: RetryPolicy | UnsetType = field(default=UNSET, name="retryPolicy")
+    retry_policy: RetryPolicy | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="retryPolicy"
+    )
     "How often to retry this call after a failure. Absent: the skill manifest's retry policy, else 3 retries starting at 100 ms."
-    timeout_ms: Annotated[int, Meta(ge=1, le=300000)] | UnsetType = field(
-        default=UNSET, name="timeoutMs"
+    timeout_ms: _typing.Annotated[int, _msgspec.Meta(ge=1, le=300000)] | _msgspec.UnsetType = (
+        _msgspec.field(default=_msgspec.UNSET, name="timeoutMs")
     )
     "How long one attempt of this call may run, in milliseconds. Absent: the script's timeout from its skill manifest, else the executor's default (30 seconds). The plan's own deadline always comes first."
 
 
-class ToolRequest(Struct, forbid_unknown_fields=True, kw_only=True):
+class ToolRequest(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The one JSON object the executor writes to a skill script's standard input before closing it: which call this is, its input, and what the tools it depends on produced. Decisions: the input is wrapped rather than merged with the request id, so a script's input may use any key; a dependency that failed without being required appears with `null` in place of its output."""
 
     version: ProtocolVersion
     'The protocol version; always "0".'
-    request_id: RequestId = field(name="requestId")
+    request_id: RequestId = _msgspec.field(name="requestId")
     "The id of this call: the plan's `requestId`, `/`, the tool's `toolId`. Events may repeat it."
-    tool_id: ToolId = field(name="toolId")
+    tool_id: ToolId = _msgspec.field(name="toolId")
     "The `toolId` of this call in the plan."
-    tool_path: RelativePath = field(name="toolPath")
+    tool_path: RelativePath = _msgspec.field(name="toolPath")
     "The `toolPath` of this call in the plan."
-    attempt: Annotated[int, Meta(ge=1, le=11)]
+    attempt: _typing.Annotated[int, _msgspec.Meta(ge=1, le=11)]
     "Which attempt this is: 1 for the first run, then one more for each retry."
-    input: dict[str, Any]
+    input: dict[str, _typing.Any]
     "The call's `input` from the plan; an empty object when the plan gives none."
-    dependencies: dict[ToolId, dict[str, Any] | None]
+    dependencies: dict[ToolId, dict[str, _typing.Any] | None]
     "One entry per dependency of this call: the `output` the dependency produced (its `done` summary and the state it patched), or null when it failed and was not required."
-    data_dir: Annotated[str, Meta(max_length=4096, min_length=1)] = field(name="dataDir")
+    data_dir: _typing.Annotated[str, _msgspec.Meta(max_length=4096, min_length=1)] = _msgspec.field(
+        name="dataDir"
+    )
     "An absolute path to the skill's private data folder, which exists and persists between runs. Scripts keep their files there."
 
 
-class UiEvent(Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=True, kw_only=True):
+class UiEvent(
+    _msgspec.Struct, tag_field="type", tag="ui_event", forbid_unknown_fields=True, kw_only=True
+):
     """A request to the user interface. The event `narrative_choice` carries `{"choices": ["..."]}` in its payload: options offered to the player."""
 
     version: ProtocolVersion
     'Always "0".'
-    event: Annotated[str, Meta(pattern="^[a-z][a-z0-9_]{0,63}$(?!\\n)")]
+    event: _typing.Annotated[str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,63}$(?!\\n)")]
     "The name of the interface event, in snake_case, such as `narrative_choice`."
-    request_id: RequestId | UnsetType = field(default=UNSET, name="requestId")
+    request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="requestId"
+    )
     "The request this event belongs to."
-    timestamp: DateTime | UnsetType = UNSET
+    timestamp: DateTime | _msgspec.UnsetType = _msgspec.UNSET
     "When the event was written."
-    payload: dict[str, Any] | UnsetType = UNSET
+    payload: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "The event's data, shaped by the event name."
 
 
-class PlanMetadata(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanMetadata(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Where this plan stands in the replan loop for one player input."""
 
-    generation_attempt: Annotated[int, Meta(ge=1, le=5)] = field(
+    generation_attempt: _typing.Annotated[int, _msgspec.Meta(ge=1, le=5)] = _msgspec.field(
         default=1, name="generationAttempt"
     )
     "Which generation this plan is for the same player input: 1 for the first plan, up to 5 for the last replan."
-    parent_plan_id: Uuid | None = field(default=None, name="parentPlanId")
+    parent_plan_id: Uuid | None = _msgspec.field(default=None, name="parentPlanId")
     "For a replan, the `requestId` of the plan that failed; null for a first plan."
-    choice: SkillChoice | UnsetType = UNSET
+    choice: SkillChoice | _msgspec.UnsetType = _msgspec.UNSET
     "How the planner chose the skills this plan calls, for the narrator's log. Absent from plans written elsewhere."
 
 
-class SkillManifest(Struct, forbid_unknown_fields=True, kw_only=True):
+class SkillManifest(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The `skill.json` file at the root of a skill folder: what the skill is, which scripts it offers, and how to run them. Decisions: every path in a manifest is relative to the skill folder and may not contain `..` or hidden segments; a script's `name` is how logs refer to it, while plans name a script by its `path`."""
 
     name: SkillName
     "The skill's unique name; it must equal the name of the skill's folder."
-    description: Annotated[str, Meta(max_length=1000, min_length=1)]
+    description: _typing.Annotated[str, _msgspec.Meta(max_length=1000, min_length=1)]
     "What the skill does, in one or two sentences. The narrator reads it when choosing skills."
-    version: Annotated[
-        str, Meta(pattern="^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$(?!\\n)")
+    version: _typing.Annotated[
+        str, _msgspec.Meta(pattern="^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$(?!\\n)")
     ]
     "The skill's version as MAJOR.MINOR.PATCH, for example `1.2.0`."
-    comment: Comment | UnsetType = field(default=UNSET, name="$comment")
+    comment: Comment | _msgspec.UnsetType = _msgspec.field(default=_msgspec.UNSET, name="$comment")
     "A note for human readers about this manifest. Programs ignore it."
-    display_name: Annotated[str, Meta(max_length=80, min_length=1)] | UnsetType = field(
-        default=UNSET, name="displayName"
-    )
+    display_name: (
+        _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)] | _msgspec.UnsetType
+    ) = _msgspec.field(default=_msgspec.UNSET, name="displayName")
     "A human-friendly name for menus and logs."
-    author: Annotated[str, Meta(max_length=200)] | UnsetType = UNSET
+    author: _typing.Annotated[str, _msgspec.Meta(max_length=200)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Who wrote the skill."
-    license: Annotated[str, Meta(max_length=100)] | UnsetType = UNSET
+    license: _typing.Annotated[str, _msgspec.Meta(max_length=100)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "An SPDX license identifier such as `MIT` or `Apache-2.0`."
     homepage: (
-        Annotated[str, Meta(max_length=2000, pattern="^https?://[^\\s]+$(?!\\n)")] | UnsetType
-    ) = UNSET
+        _typing.Annotated[str, _msgspec.Meta(max_length=2000, pattern="^https?://[^\\s]+$(?!\\n)")]
+        | _msgspec.UnsetType
+    ) = _msgspec.UNSET
     "An http or https address for the skill's documentation."
     prompt: RelativePath = "prompt.md"
     "The file, relative to the skill folder, whose text is added to the narrator's instructions when this skill is available."
-    config_schema: RelativePath = field(default="config-schema.json", name="configSchema")
+    config_schema: RelativePath = _msgspec.field(default="config-schema.json", name="configSchema")
     "The file, relative to the skill folder, holding the JSON Schema of the skill's configuration."
-    scripts: Annotated[list[SkillScript], Meta(max_length=32)] = field(default_factory=list)
+    scripts: _typing.Annotated[list[SkillScript], _msgspec.Meta(max_length=32)] = _msgspec.field(
+        default_factory=list
+    )
     "The executable scripts this skill offers. A skill without scripts only contributes its prompt."
-    capabilities: Annotated[list[Capability], Meta(max_length=32)] = field(default_factory=list)
+    capabilities: _typing.Annotated[list[Capability], _msgspec.Meta(max_length=32)] = (
+        _msgspec.field(default_factory=list)
+    )
     "Tags that say what the skill can do, used to choose among skills."
-    dependencies: Annotated[list[SkillName], Meta(max_length=32)] = field(default_factory=list)
+    dependencies: _typing.Annotated[list[SkillName], _msgspec.Meta(max_length=32)] = _msgspec.field(
+        default_factory=list
+    )
     "Other skills this skill needs in order to work."
-    priority: Annotated[int, Meta(ge=0, le=100)] = 50
+    priority: _typing.Annotated[int, _msgspec.Meta(ge=0, le=100)] = 50
     "Preference when several skills fit the same intent, from 0 to 100; higher is preferred."
-    retry_policy: RetryPolicy | UnsetType = field(default=UNSET, name="retryPolicy")
+    retry_policy: RetryPolicy | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="retryPolicy"
+    )
     "The retry policy for calls of this skill's scripts that do not set their own."
 
 
-ToolEvent: TypeAlias = LogEvent | StatePatchEvent | AssetEvent | UiEvent | ErrorEvent | DoneEvent
+ToolEvent: _typing.TypeAlias = (
+    LogEvent | StatePatchEvent | AssetEvent | UiEvent | ErrorEvent | DoneEvent
+)
 'One line of a skill script\'s standard output: a JSON object on its own line, telling the executor what happened. Its `type` decides its other fields. Every event carries `version` "0". A script ends every run with exactly one `done` event and writes nothing after it. Decision: events are closed, so a misspelled field is an error instead of being ignored; free-form data belongs in `fields`, `patch`, `payload`, `details` or `metadata`.'
 
 
-class ToolResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class ToolResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The trace of one tool of the plan."""
 
-    tool_id: ToolId = field(name="toolId")
+    tool_id: ToolId = _msgspec.field(name="toolId")
     "The tool's `toolId` in the plan."
-    state: Literal["success", "failed", "skipped", "timeout"]
+    state: _typing.Literal["success", "failed", "skipped", "timeout"]
     "How the tool ended: `success`; `failed` after its last retry; `skipped` because a required dependency failed or the plan was stopped first; `timeout` when it ran past its deadline."
     events: list[ToolEvent]
     "Every event the tool emitted, in order, across all its attempts, except the `log` and `ui_event` events dropped once the plan's budget for kept events was spent (counted in `droppedEvents`)."
-    execution_time_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionTimeMs")
+    execution_time_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="executionTimeMs"
+    )
     "Time the tool spent running, retries and waits included, in milliseconds."
-    retry_count: Annotated[int, Meta(ge=0, le=10)] = field(name="retryCount")
+    retry_count: _typing.Annotated[int, _msgspec.Meta(ge=0, le=10)] = _msgspec.field(
+        name="retryCount"
+    )
     "How many retries were made after the first attempt."
-    output: dict[str, Any] | UnsetType = UNSET
+    output: dict[str, _typing.Any] | _msgspec.UnsetType = _msgspec.UNSET
     "What the tool produced: its `done` summary and the state it patched."
-    dropped_events: DroppedEvents | UnsetType = field(default=UNSET, name="droppedEvents")
+    dropped_events: DroppedEvents | _msgspec.UnsetType = _msgspec.field(
+        default=_msgspec.UNSET, name="droppedEvents"
+    )
     "What this tool emitted that `events` does not keep. Absent when nothing was dropped."
-    error: ToolError | UnsetType = UNSET
+    error: ToolError | _msgspec.UnsetType = _msgspec.UNSET
     "Why the tool did not succeed. Absent on success."
 
 
-class ExecutionResult(Struct, forbid_unknown_fields=True, kw_only=True):
+class ExecutionResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What happened when a plan ran: one trace entry per tool, the merged state and assets, and what a planner needs to replan. Decisions: the executor always fills every top-level field, so all are required; a plan rejected before execution (cycle, unknown dependency, duplicate id, unusable script) has `success` false, no tool results, and its reason in `error`."""
 
-    plan_id: Uuid = field(name="planId")
+    plan_id: Uuid = _msgspec.field(name="planId")
     "The `requestId` of the plan that ran."
     success: bool
     "True when every required tool succeeded."
-    can_replan: bool = field(name="canReplan")
+    can_replan: bool = _msgspec.field(name="canReplan")
     "True when a new plan for the same player input may do better, for example because other skills remain available."
-    failed_tools: Annotated[list[ToolId], Meta(max_length=1024)] = field(name="failedTools")
+    failed_tools: _typing.Annotated[list[ToolId], _msgspec.Meta(max_length=1024)] = _msgspec.field(
+        name="failedTools"
+    )
     "The `toolId`s of the tools that failed or timed out, in the order they finished."
-    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
+    disabled_skills: _typing.Annotated[list[SkillName], _msgspec.Meta(max_length=64)] = (
+        _msgspec.field(name="disabledSkills")
+    )
     "The skills whose scripts failed here, together with those the plan already disabled. The next plan must not use them."
-    tool_results: Annotated[list[ToolResult], Meta(max_length=1024)] = field(name="toolResults")
+    tool_results: _typing.Annotated[list[ToolResult], _msgspec.Meta(max_length=1024)] = (
+        _msgspec.field(name="toolResults")
+    )
     "One entry per tool of the plan, in the plan's order."
-    aggregated_state: dict[str, Any] = field(name="aggregatedState")
+    aggregated_state: dict[str, _typing.Any] = _msgspec.field(name="aggregatedState")
     "The session state after merging every `state_patch` event, in dependency order."
-    aggregated_assets: list[AssetReference] = field(name="aggregatedAssets")
+    aggregated_assets: list[AssetReference] = _msgspec.field(name="aggregatedAssets")
     "Every asset the tools registered."
-    execution_time_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionTimeMs")
+    execution_time_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="executionTimeMs"
+    )
     "Wall-clock time of the whole execution, in milliseconds."
-    attempt_number: Annotated[int, Meta(ge=1, le=3)] = field(name="attemptNumber")
+    attempt_number: _typing.Annotated[int, _msgspec.Meta(ge=1, le=3)] = _msgspec.field(
+        name="attemptNumber"
+    )
     "Which execution of this plan this is, from 1 to 3."
-    error: ToolError | UnsetType = UNSET
+    error: ToolError | _msgspec.UnsetType = _msgspec.UNSET
     "Why the plan was rejected before any tool ran. Absent when the plan ran."
 
 
-class Plan(Struct, forbid_unknown_fields=True, kw_only=True):
+class Plan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A plan for one player input: which skill scripts to run, with which input, and in which order. The executor checks what a schema cannot say before anything runs: every `toolId` is unique, every dependency names a tool of this plan, and the dependencies form no cycle. Decisions: `toolPath` is a relative path without `..` or hidden segments; a plan holds at most 1024 tools (a planner writes a handful; programs that build plans may write many); fields marked `x-decoding: omit` are never written by a model: the planner fills them, or their defaults apply; `$comment` is accepted at the top as a note for humans."""
 
-    request_id: Uuid = field(name="requestId")
+    request_id: Uuid = _msgspec.field(name="requestId")
     "A fresh UUID that identifies this plan. The execution result repeats it as `planId`, and a replan names it as `metadata.parentPlanId`."
-    tools: Annotated[list[ToolInvocation], Meta(max_length=1024)]
+    tools: _typing.Annotated[list[ToolInvocation], _msgspec.Meta(max_length=1024)]
     "The skill scripts to run. Order does not matter for execution; `dependencies` decide it. An empty list is a narration-only plan."
-    comment: Comment | UnsetType = field(default=UNSET, name="$comment")
+    comment: Comment | _msgspec.UnsetType = _msgspec.field(default=_msgspec.UNSET, name="$comment")
     "A note for human readers about this plan. Programs ignore it."
-    narrative: Annotated[str, Meta(max_length=4000)] | UnsetType = UNSET
+    narrative: _typing.Annotated[str, _msgspec.Meta(max_length=4000)] | _msgspec.UnsetType = (
+        _msgspec.UNSET
+    )
     "Optional narration shown to the player before or while the scripts run. Plain text."
     parallel: bool = False
     "When true, tools whose dependencies are done and whose `async` is true may run at the same time. When false, tools run one at a time in dependency order."
-    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(
-        default_factory=list, name="disabledSkills"
+    disabled_skills: _typing.Annotated[list[SkillName], _msgspec.Meta(max_length=64)] = (
+        _msgspec.field(default_factory=list, name="disabledSkills")
     )
     "Skills that failed in earlier attempts for this player input. No tool of this plan may run a script of these skills."
-    metadata: PlanMetadata | UnsetType = UNSET
+    metadata: PlanMetadata | _msgspec.UnsetType = _msgspec.UNSET
     "Bookkeeping for the replan loop."
 
 
-class PlanAttempt(Struct, forbid_unknown_fields=True, kw_only=True):
+class PlanAttempt(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The log record of one plan generation in a narrator's turn: when it ended, the plan as the planner wrote it, how it ended and, for a plan that failed, what failed and after how many retries. The narrator logs one per generation on the `plancontracts.narrator` logger (in the log record's `plancontracts` attribute); `plan --execute --log FILE` and `play --log FILE` append each as a line of FILE. Decisions: the plan is kept whole, so a failure can be replayed with `execute`; the tools' events are not (they are in the execution result, and a tool may write megabytes); `failures` lists the failed tools in the order they ended, as the execution result's `failedTools`; a successful plan may list some (tools that were not `required`); a rejected plan ran nothing, so it lists none and says why in `rejection`, which no other outcome has (a rule beyond the schema)."""
 
     timestamp: DateTime
     "When the attempt ended, in UTC."
-    plan_id: Uuid = field(name="planId")
+    plan_id: Uuid = _msgspec.field(name="planId")
     "The plan's `requestId`."
-    generation: Annotated[int, Meta(ge=1, le=5)]
+    generation: _typing.Annotated[int, _msgspec.Meta(ge=1, le=5)]
     "Which generation of the turn this plan was: 1 for the first plan, up to 5 for the last replan."
-    outcome: Literal["success", "failed", "rejected"]
+    outcome: _typing.Literal["success", "failed", "rejected"]
     "How the plan ended: `success`; `failed` when a required tool failed; `rejected` when the executor refused it before anything ran (its reason is in `rejection`)."
-    skills: Annotated[list[SkillName], Meta(max_length=1024)]
+    skills: _typing.Annotated[list[SkillName], _msgspec.Meta(max_length=1024)]
     "The skills whose scripts the plan calls, sorted, each once."
     plan: Plan
     "The plan as the planner wrote it."
-    failures: Annotated[list[FailedTool], Meta(max_length=1024)]
+    failures: _typing.Annotated[list[FailedTool], _msgspec.Meta(max_length=1024)]
     "Each tool that failed or timed out, in the order they ended; empty when none did."
-    disabled_skills: Annotated[list[SkillName], Meta(max_length=64)] = field(name="disabledSkills")
+    disabled_skills: _typing.Annotated[list[SkillName], _msgspec.Meta(max_length=64)] = (
+        _msgspec.field(name="disabledSkills")
+    )
     "The skills the next plan of the turn may not use: the plan's own and those of its failed tools."
-    planning_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="planningMs")
+    planning_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="planningMs"
+    )
     "Time spent writing the plan, in milliseconds."
-    execution_ms: Annotated[int, Meta(ge=0, le=86400000)] = field(name="executionMs")
+    execution_ms: _typing.Annotated[int, _msgspec.Meta(ge=0, le=86400000)] = _msgspec.field(
+        name="executionMs"
+    )
     "Time spent executing the plan, in milliseconds."
-    rejection: ToolError | UnsetType = UNSET
+    rejection: ToolError | _msgspec.UnsetType = _msgspec.UNSET
     "Why the executor refused the plan before running it. Present only when `outcome` is `rejected`."

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import importlib
 import inspect
 import json
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -450,3 +453,183 @@ def test_names_that_would_clash_in_the_generated_python_are_refused(
     folder = break_schemas(tmp_path / "schemas", files)
     with pytest.raises(SchemaTreeError, match="^" + re.escape(message) + "$"):
         generate.render(folder)
+
+
+# Names that clash with what the generated modules use ----------------------------
+
+
+def _used_names() -> list[str]:
+    """Every name the generated modules and index use: what they import, and builtins.
+
+    Read from generated/ itself, so a name the generator starts to use is tested too.
+    """
+    names = {"builtins", "model", "str", "int", "float", "bool", "list", "dict", "tuple"}
+    for path in sorted((ROOT / "generated").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id.startswith("_")
+            ):
+                names.add(node.attr)
+    return sorted(names)
+
+
+def _kebab(name: str) -> str:
+    """A Python name as a contract name: `UnsetType` -> `unset-type`, `UNSET` -> `unset`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", name).replace("_", "-").lower()
+
+
+def _contract(uri: str, properties: dict[str, Any], defs: dict[str, Any] | None = None) -> str:
+    schema: dict[str, Any] = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": uri,
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+    }
+    if defs:
+        schema["$defs"] = defs
+    return json.dumps(schema, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def _imported(folder: Path, package: str) -> Iterator[Any]:
+    """The package `folder/package`, imported in this process and forgotten afterwards.
+
+    Forgotten only afterwards: msgspec reads a struct's annotations in its module,
+    which it finds in `sys.modules`, at the first decode.
+    """
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module(package)
+    finally:
+        sys.path.remove(str(folder))
+        for name in [name for name in sys.modules if name.split(".")[0] == package]:
+            del sys.modules[name]
+
+
+@pytest.mark.slow  # RENDERS a folder of some 40 contracts
+def test_contracts_definitions_fields_and_families_may_take_any_name_the_models_use(
+    tmp_path: Path,
+) -> None:
+    # A contract named `struct` decoded every document to an empty msgspec `Struct()`;
+    # `any` and `type-alias` could not be imported; a property named `field` or `list`
+    # broke its struct.
+    used = _used_names()
+    contracts = sorted({_kebab(name) for name in used} - {"contracts", "schema-only-rules"})
+    fields = sorted({python_name(name) for name in used} | set(used))
+    definitions = sorted({name[0].upper() + name[1:] for name in used})
+    properties: dict[str, Any] = {name: {"type": "integer"} for name in fields}
+    properties["later"] = {"type": "array", "items": {"type": "string"}, "default": []}
+    folder = tmp_path / "schemas"
+    (folder / "fam").mkdir(parents=True)
+    for name in contracts:
+        uri = f"https://example.org/fam/{name}.json"
+        (folder / "fam" / f"{name}.json").write_text(_contract(uri, properties))
+    holder = {name: {"$ref": f"#/$defs/{name}"} for name in definitions}
+    defs = {name: {"type": "integer", "minimum": 0} for name in definitions}
+    # Families whose module takes a name the index uses.
+    families = ["defs", "dict", "str", "tuple", "typing", "builtins", "dataclasses"]
+    for family in families:
+        (folder / family).mkdir()
+        uri = f"https://example.org/{family}/{family}-holder.json"
+        (folder / family / f"{family}-holder.json").write_text(_contract(uri, holder, defs))
+    generate.write(folder, tmp_path / "clashing")
+    with _imported(tmp_path, "clashing") as package:
+        _decode_every_name(package, contracts, fields, definitions, families)
+
+
+def _decode_every_name(
+    package: Any,
+    contracts: list[str],
+    fields: list[str],
+    definitions: list[str],
+    families: list[str],
+) -> None:
+    document = {name: index for index, name in enumerate(fields)}
+    for name in contracts:
+        handle = package.CONTRACTS[name]
+        assert handle.type.__name__ == "".join(part.title() for part in name.split("-"))
+        decoded = msgspec.json.decode(json.dumps(document), type=handle.type)
+        assert msgspec.to_builtins(decoded) == {**document, "later": []}, name
+    held = {name: index for index, name in enumerate(definitions)}
+    for family in families:
+        holder_type = package.CONTRACTS[f"{family}-holder"].type
+        assert msgspec.to_builtins(msgspec.json.decode(json.dumps(held), type=holder_type)) == held
+        with pytest.raises(msgspec.ValidationError, match="Expected `int` >= 0"):
+            msgspec.json.decode(json.dumps({"Struct": -1}), type=holder_type)
+
+
+WIDE = "\uff46\uff55\uff4c\uff4c"
+"`full` in full-width letters, which Python reads as the identifier `full`."
+LIGATURE = "\ufb01le"
+"`file` with the ligature fi, which Python reads as the identifier `file`."
+
+
+def test_full_width_property_names_generate_fields_that_keep_their_json_names(
+    tmp_path: Path,
+) -> None:
+    # `full` in full-width letters was refused with "no such property": Python reads the
+    # identifier the generator wrote for it as `full`, which the property `full` takes too.
+    folder = tmp_path / "schemas"
+    (folder / "fam").mkdir(parents=True)
+    properties = {name: {"type": "string"} for name in (WIDE, "full", LIGATURE, "retryPolicy")}
+    properties["retry_policy"] = {"type": "string"}
+    uri = "https://example.org/fam/wide.json"
+    (folder / "fam" / "wide.json").write_text(_contract(uri, properties), encoding="utf-8")
+    generate.write(folder, tmp_path / "wide")
+    with _imported(tmp_path, "wide") as package:
+        wide = package.WIDE.type
+        assert wide.__struct_fields__ == (
+            "full_2",
+            "full",
+            "file",
+            "retry_policy_2",
+            "retry_policy",
+        )
+        document = {name: name for name in properties}
+        decoded = msgspec.json.decode(json.dumps(document), type=wide)
+        assert (decoded.full_2, decoded.full, decoded.file) == (WIDE, "full", LIGATURE)
+        assert msgspec.to_builtins(decoded) == document
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("afile/models", "afile/models: cannot be made: afile is not a folder"),
+        ("afile", "afile: is not a folder"),
+        (
+            "/proc/models",
+            "/proc/models: cannot be written: /proc/models: No such file or directory",
+        ),
+    ],
+    ids=["under a file", "a file", "under /proc"],
+)
+def test_an_output_folder_that_cannot_be_written_is_one_line_and_exit_2(
+    tmp_path: Path, out: str, message: str
+) -> None:
+    write_user_schemas(tmp_path / "my-schemas")
+    (tmp_path / "afile").write_text("mine\n")
+    done = plancontracts("generate", "--schemas", "my-schemas", "--out", out, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, f"plancontracts: error: {message}\n")
+    assert (tmp_path / "afile").read_text() == "mine\n"
+    assert not (tmp_path / out).exists() or out == "afile"
+
+
+@pytest.mark.slow  # RENDERS
+def test_a_folder_that_breaks_midway_is_left_as_it_was(project: Path) -> None:
+    # The first files written, the next one failing, left a package half old, half new.
+    result = project / "schemas" / "tool-plans" / "execution-result.json"
+    result.write_text(result.read_text().replace('"maxItems": 64', '"maxItems": 63', 1))
+    shutil.rmtree(project / "generated" / "schemas")
+    (project / "generated" / "schemas").write_text("in the way\n")
+    before = {path: path.read_bytes() for path in (project / "generated").rglob("*")}
+    schemas, out = str(project / "schemas"), str(project / "generated")
+    done = cli("generate", "--schemas", schemas, "--out", out)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"plancontracts: error: {out}: cannot be written: {out}/schemas")
+    assert len(done.stderr.splitlines()) == 1
+    assert {path: path.read_bytes() for path in (project / "generated").rglob("*")} == before
