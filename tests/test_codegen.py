@@ -7,10 +7,12 @@ import contextlib
 import importlib
 import inspect
 import json
+import keyword
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,9 @@ from typing import Any
 import msgspec
 import pytest
 from commands import cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tiers import examples_at_most
 from user_schemas import RECIPE, write_user_schemas
 
 from plancontracts import generated
@@ -633,3 +638,44 @@ def test_a_folder_that_breaks_midway_is_left_as_it_was(project: Path) -> None:
     assert done.stderr.startswith(f"plancontracts: error: {out}: cannot be written: {out}/schemas")
     assert len(done.stderr.splitlines()) == 1
     assert {path: path.read_bytes() for path in (project / "generated").rglob("*")} == before
+
+
+_GRAMMAR_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,6}(-[a-z0-9]{1,4}){0,2}", fullmatch=True)
+_USED_NAMES = sorted({_kebab(name) for name in _used_names()})
+_INDEX_OWN = {"contracts", "families", "schema-only-rules"}
+"Contract names whose handles would be the index's own names: refused, in one line."
+
+
+@pytest.mark.slow  # RENDERS a folder per example
+@settings(max_examples=examples_at_most(20))
+@given(
+    names=st.lists(
+        st.one_of(_GRAMMAR_NAMES, st.sampled_from(_USED_NAMES)).filter(
+            lambda name: name not in _INDEX_OWN
+        ),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    ),
+    family=st.one_of(_GRAMMAR_NAMES, st.sampled_from(_USED_NAMES)).filter(
+        lambda name: not keyword.iskeyword(module_name(name)) and name != "schemas"
+    ),
+)
+def test_every_name_of_the_grammar_generates_models_that_decode(
+    names: list[str], family: str
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "schemas"
+        (folder / family).mkdir(parents=True)
+        properties = {name: {"type": "integer"} for name in names}
+        for name in names:
+            uri = f"https://example.org/{family}/{name}.json"
+            (folder / family / f"{name}.json").write_text(_contract(uri, properties))
+        generate.write(folder, Path(scratch) / "drawn")
+        with _imported(Path(scratch), "drawn") as package:
+            document = {name: index for index, name in enumerate(names)}
+            for name in names:
+                handle = package.CONTRACTS[name]
+                assert handle.name == name
+                decoded = msgspec.json.decode(json.dumps(document), type=handle.type)
+                assert msgspec.to_builtins(decoded) == document
