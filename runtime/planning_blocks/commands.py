@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, get_args
@@ -50,6 +51,7 @@ from ..core.errors import (
     Violation,
     Violations,
 )
+from ..core.files import locked, replace_file
 from ..core.rules import Rules
 from ..core.validation import decode, parse_document
 from .blocks import ABSENT, Normalized, normalize_block
@@ -169,32 +171,40 @@ def _think(args: argparse.Namespace, out: Output) -> int:
     abilities = {ability: getattr(args, ability.lower()) for ability in ABILITIES}
     status = EXIT_OK
     for situation in texts(args.situations):
-        mode, text = mode_of(situation, args.mode)
-        topic = topic_key(args.topic or text)
-        if session is not None and mode == "think":
-            verdict, session = may_think(session, topic, breaks=[args.lift] if args.lift else [])
-            if not verdict.allowed:
-                say(f"not thinking about {topic} again yet: {verdict.describe()}")
+        with _turn(args.state):
+            if args.state is not None:
+                # Read again under the lock: another run may have taken turns since.
+                session = _read_session(args.state)
+            mode, text = mode_of(situation, args.mode)
+            topic = topic_key(args.topic or text)
+            if session is not None and mode == "think":
+                breaks = [args.lift] if args.lift else []
+                verdict, session = may_think(session, topic, breaks=breaks)
+                if not verdict.allowed:
+                    say(f"not thinking about {topic} again yet: {verdict.describe()}")
+                    status = EXIT_INVALID
+                    continue
+            if thinker is None:
+                writer = load_writer(model_choice(args), needs="planning blocks need one")
+                thinker = Thinker(writer)
+            think = partial(
+                thinker.think, situation, args.mode, abilities=abilities, seed=args.seed
+            )
+            try:
+                thought = run_trio(think)
+            except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
+                say(f"no block for {label(situation[:80])!r}: {label(str(failure))}")
                 status = EXIT_INVALID
                 continue
-        if thinker is None:
-            writer = load_writer(model_choice(args), needs="planning blocks need one")
-            thinker = Thinker(writer)
-        think = partial(thinker.think, situation, args.mode, abilities=abilities, seed=args.seed)
-        try:
-            thought = run_trio(think)
-        except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
-            say(f"no block for {label(situation[:80])!r}: {label(str(failure))}")
-            status = EXIT_INVALID
-            continue
-        if session is not None:
-            elapsed = args.minutes * MINUTE if mode == "story" else None
-            session, frozen = after_thought(session, thought, topic, elapsed=elapsed)
-            _write_session(args.state, session)
-            if frozen is not None:
-                thinker.say(f"think: {topic} is frozen for {frozen.freeze_hours} h of game time")
-        out.write(msgspec.json.encode(thought.block).decode() + "\n")
-        out.flush()
+            if session is not None and args.state is not None:
+                elapsed = args.minutes * MINUTE if mode == "story" else None
+                session, frozen = after_thought(session, thought, topic, elapsed=elapsed)
+                _write_session(args.state, session)
+                if frozen is not None:
+                    hours = frozen.freeze_hours
+                    thinker.say(f"think: {topic} is frozen for {hours} h of game time")
+            out.write(msgspec.json.encode(thought.block).decode() + "\n")
+            out.flush()
     return status
 
 
@@ -232,20 +242,38 @@ def _read_session(name: str) -> PlanningSession:
 def _write_session(name: str, session: PlanningSession) -> None:
     """Replace file `name` with `session`, checked against its contract first, atomically.
 
-    The new text is written beside the file and renamed over it, so a
-    reader (or a crash) sees the old session or the new one, never half.
+    The new text is written to a file made exclusively beside it and renamed
+    over it, so a reader (or a crash) sees the old session or the new one,
+    never half, and two runs never write one temporary file. Raises StreamError.
     """
     data = msgspec.json.encode(session)
     decode(PLANNING_SESSION, data)  # a session this command made breaks no rule: a bug if so
-    target = Path(name)
-    partial_file = target.with_name(f".{target.name}.partial")
     try:
-        partial_file.write_bytes(data + b"\n")
-        os.replace(partial_file, target)
+        replace_file(Path(name), data + b"\n")
     except OSError as error:
-        with suppress(OSError):
-            partial_file.unlink()
         raise StreamError(f"cannot write the session to {label(name)}: {reason(error)}") from None
+
+
+@contextmanager
+def _turn(name: str | None) -> Iterator[None]:
+    """Hold the lock of state file `name` (none when None) for one turn's read-modify-write.
+
+    Two runs keeping one session take their turns one after the other, each
+    reading the session the other wrote, so neither loses a turn: a check
+    that the file did not change would refuse the second run's turn after
+    its model had written it. Raises StreamError when the lock cannot be had.
+    """
+    if name is None:
+        yield
+        return
+    stack = ExitStack()
+    waiting = f"--state {label(name)}: another run is taking a turn; waiting for it"
+    try:
+        stack.enter_context(locked(Path(name), waiting=lambda: say(waiting)))
+    except OSError as error:
+        raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
+    with stack:
+        yield
 
 
 def _normalize(args: argparse.Namespace, out: Output) -> int:

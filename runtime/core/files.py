@@ -1,0 +1,75 @@
+"""Files a command keeps between runs: replaced whole, and changed by one run at a time.
+
+`replace_file(path, data)` writes `data` to a temporary file made exclusively
+beside `path` (a unique name, `O_CREAT | O_EXCL`: never an existing file or a
+link planted under a fixed name) and renames it over `path`, so a reader
+sees the old text or the new, never half, and two writers never share a
+temporary file. `locked(path)` holds an exclusive lock that every run
+changing `path` takes around its read-modify-write, so a second run waits
+for the first and then reads what it wrote: nothing either accepted is lost.
+
+    with locked(Path("session.json")):
+        text = Path("session.json").read_bytes()
+        replace_file(Path("session.json"), changed(text))
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["lock_path", "locked", "replace_file"]
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`, whole or not at all. Raises OSError when it cannot.
+
+    The new file gets the mode the umask gives a new file (0644 under 022),
+    as `open` would: `tempfile`'s 0600 would survive the rename.
+    """
+    part = path.with_name(f".{path.name}.{secrets.token_hex(8)}.part")
+    descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of `path`: `.NAME.lock` beside it."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def locked(path: Path, *, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the exclusive lock of `path` (`fcntl.flock` on its lock file) while the block runs.
+
+    The lock is on a lock file beside `path`, `.NAME.lock`, never on `path`
+    itself: `path` is replaced by a rename, so a lock on it would be on a
+    file no longer there. The lock file is left in place (removing it would
+    let a third run lock a new file while a second holds the old one). A
+    link planted there is not followed. When another run holds the lock,
+    `waiting` is called once, then the block waits for it: a run holding it
+    that ends, however it ends, releases it. Raises OSError when the lock
+    file cannot be made or opened.
+    """
+    descriptor = os.open(
+        lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666
+    )
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting()
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing the only descriptor releases the lock
