@@ -12,11 +12,14 @@ and leaves the draft as it was, the very same object. Given a `DraftStore`,
 the session saves the draft after every successful call, before it adopts
 it (a draft that cannot be saved refuses the call), and `DraftSession.resume`
 loads one back; given a folder, `finalizePackage` saves the package there as
-JSON too. Nothing is written anywhere else.
+JSON too, only once the call is accepted. Nothing is written anywhere else.
+Runs sharing a store each read the session's latest draft at every call
+(`DraftSession.call`), so several may call one session at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -84,26 +87,62 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         return self.state
 
     def call(self, tool: str, arguments: Any) -> CallResult[StoryDraft]:
+        """Call `tool` with `arguments` (see `ToolSession.call`); never raises for a bad call.
+
+        With a store, the call reads the session's draft saved there, changes
+        it and saves it in one write transaction, so runs calling one session
+        at once each build on the other's saves and none is lost: a version
+        check instead would refuse, after its work, a call that this way only
+        waits a few milliseconds. A store that cannot be used refuses the call.
+        """
         # The draft counts the time its successful calls take, asset generation included.
         self._started = time.monotonic()
-        return super().call(tool, arguments)
+        if self._store is None:
+            return super().call(tool, arguments)
+        store, before, package = self._store, self._state, self.package
+        try:
+            store.begin()
+        except StoreError as error:
+            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+        try:
+            latest = store.find_draft(before.package_id)
+        except StoreError as error:
+            store.rollback()
+            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+        # None: a new session, saved by its first successful call; an equal draft
+        # is kept as it is, so a call refused with nobody else's change leaves the same object.
+        if latest is not None and latest != before:
+            self._state = latest
+        done = super().call(tool, arguments)
+        if not done.ok:
+            store.rollback()
+            return done
+        try:
+            store.commit()
+        except StoreError as error:
+            self._unwrite(self.package if self.package is not package else None)
+            self._state, self.package = before, package
+            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+        return done
 
     def adopt(self, tool: str, handled: Handled[StoryDraft]) -> StoryDraft:
         """The new draft, its time counted, saved with the package it made, if any.
 
-        A draft or package that cannot be saved refuses the call.
+        A draft or package that cannot be saved refuses the call. The package
+        file is written last, once the store has taken both, so a refused
+        call leaves no file.
         """
         spent = round((time.monotonic() - self._started) * 1000)
         ms = min(_MAX_MS, handled.state.generation_ms + spent)
         draft = msgspec.structs.replace(handled.state, generation_ms=ms)
         package = handled.package if isinstance(handled, Finalized) else None
         try:
-            if package is not None and self._packages is not None:
-                write_package(package, self._packages)
             if package is not None and self._store is not None:
                 self._store.save_package(package)
             if self._store is not None:
                 self._store.save_draft(draft)
+            if package is not None and self._packages is not None:
+                write_package(package, self._packages)
         except OSError as error:
             reason = error.strerror or str(error)
             raise ToolValidationError(tool, None, f"cannot save the package: {reason}") from None
@@ -112,3 +151,9 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         if package is not None:
             self.package = package
         return draft
+
+    def _unwrite(self, package: StoryPackage | None) -> None:
+        """Remove the file of `package` this call wrote, the store having failed to keep it."""
+        if package is not None and self._packages is not None:
+            with contextlib.suppress(OSError):
+                (self._packages / f"{package.id}.json").unlink()

@@ -7,6 +7,12 @@ as a JSON file named after its id in a folder. Whatever is read back is
 judged by its contract (`story-draft`, `story-package`) before it is used,
 and decodes to a value equal to the one saved.
 
+Several runs may change one database at once: `begin` opens a write
+transaction (SQLite's `BEGIN IMMEDIATE`), which waits up to `BUSY_SECONDS`
+for the others', so a session reads its draft, changes it and saves it with
+no other run's save in between (`DraftSession.call`), and every run's calls
+are kept.
+
     store = DraftStore(Path("stories.db"))
     store.save_draft(draft)
     store.load_draft(draft.package_id) == draft     # True
@@ -14,8 +20,6 @@ and decodes to a value equal to the one saved.
 
 from __future__ import annotations
 
-import os
-import secrets
 import sqlite3
 from pathlib import Path
 from types import TracebackType
@@ -26,11 +30,20 @@ import msgspec
 from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.errors import PlanContractsError, StoreError, shown
+from ..core.files import replace_file
 from ..core.validation import decode
 
 __all__ = ["DraftStore", "read_package", "write_package"]
 
 _Stored = TypeVar("_Stored")
+
+BUSY_SECONDS = 60.0
+"""Seconds a run waits for another's write transaction before it is told the database is busy.
+
+A transaction holds one call's read, check and save (asset files aside,
+milliseconds): a minute is dozens of runs queued, and a wait past it means
+a run that hangs with the database open, which is said rather than waited on.
+"""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
@@ -45,10 +58,11 @@ class DraftStore:
         """Open (or make) the database at `path`. Raises `StoreError` when it cannot be used."""
         self.path = path
         try:
-            self._connection = sqlite3.connect(path)
-            with self._connection:
-                for table in _TABLES:
-                    self._connection.execute(table)
+            # isolation_level None: no transaction is opened behind the store's back;
+            # `begin` opens one, and a save outside one commits on its own.
+            self._connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+            for table in _TABLES:
+                self._connection.execute(table)
         except sqlite3.Error as error:
             raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
 
@@ -66,6 +80,35 @@ class DraftStore:
     def close(self) -> None:
         """Close the database."""
         self._connection.close()
+
+    def begin(self) -> None:
+        """Open a write transaction, waiting for another run's to end. Raises `StoreError`.
+
+        What is read and saved until `commit` or `rollback` is this run's
+        alone: another run's `begin` waits for it (rollback journal or WAL).
+        """
+        try:
+            self._connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot change {self.path}: {error}") from None
+
+    def commit(self) -> None:
+        """Keep what the transaction saved. Raises `StoreError` (then nothing is kept)."""
+        try:
+            self._connection.commit()
+        except sqlite3.Error as error:
+            self.rollback()
+            raise StoreError(f"cannot save in {self.path}: {error}") from None
+
+    def rollback(self) -> None:
+        """Drop what the transaction saved."""
+        if self._connection.in_transaction:
+            self._connection.rollback()
+
+    def find_draft(self, session: str) -> StoryDraft | None:
+        """The draft saved for `session`, None if there is none. Raises `StoreError` if invalid."""
+        row = self._row("drafts", "draft", session)
+        return None if row is None else self._decoded("draft", session, row, STORY_DRAFT)
 
     def save_draft(self, draft: StoryDraft) -> None:
         """Save `draft` in its session's row, replacing what was there. Raises `StoreError`."""
@@ -90,25 +133,33 @@ class DraftStore:
 
     def _save(self, table: str, column: str, key: str, value: bytes) -> None:
         try:
-            with self._connection:  # one transaction: committed, or rolled back on error
-                self._connection.execute(
-                    f"INSERT INTO {table} (id, {column}) VALUES (?, ?) "
-                    f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}",
-                    (key, value.decode()),
-                )
+            self._connection.execute(
+                f"INSERT INTO {table} (id, {column}) VALUES (?, ?) "
+                f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}",
+                (key, value.decode()),
+            )
         except sqlite3.Error as error:
             raise StoreError(f"cannot save the {column} in {self.path}: {error}") from None
 
-    def _load(self, table: str, column: str, key: str, contract: Contract[_Stored]) -> _Stored:
+    def _row(self, table: str, column: str, key: str) -> tuple[object] | None:
         try:
-            row = self._connection.execute(
+            row: tuple[object] | None = self._connection.execute(
                 f"SELECT {column} FROM {table} WHERE id = ?",
                 (key,),
             ).fetchone()
         except sqlite3.Error as error:
             raise StoreError(f"cannot read {self.path}: {error}") from None
+        return row
+
+    def _load(self, table: str, column: str, key: str, contract: Contract[_Stored]) -> _Stored:
+        row = self._row(table, column, key)
         if row is None:
             raise StoreError(f"no {column} {shown(key)} in {self.path}")
+        return self._decoded(column, key, row, contract)
+
+    def _decoded(
+        self, column: str, key: str, row: tuple[object], contract: Contract[_Stored]
+    ) -> _Stored:
         text = row[0]
         try:
             if not isinstance(text, str | bytes):  # SQLite keeps whatever another program wrote
@@ -123,21 +174,12 @@ class DraftStore:
 def write_package(package: StoryPackage, folder: Path) -> Path:
     """Save `package` as `<folder>/<package id>.json`, whole or not at all; return its path.
 
-    The file is written beside its final name and renamed over it, so a
-    reader never sees half a package. Raises OSError when it cannot be written.
+    The file is written to a file made exclusively beside it and renamed over
+    it (`core.files.replace_file`), so a reader never sees half a package.
+    Raises OSError when it cannot be written.
     """
     path = folder / f"{package.id}.json"
-    part = folder / f".{package.id}.{secrets.token_hex(8)}.part"
-    # Made exclusively (never through a link) with the mode the umask gives a
-    # new file, which the rename keeps: tempfile's files are 0600.
-    descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(msgspec.json.encode(package) + b"\n")
-        os.replace(part, path)
-    except BaseException:
-        part.unlink(missing_ok=True)
-        raise
+    replace_file(path, msgspec.json.encode(package) + b"\n")
     return path
 
 

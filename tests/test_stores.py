@@ -1,0 +1,174 @@
+"""Files and databases that commands keep between runs, changed by several runs at once.
+
+Each concurrency test starts real processes on one file, each doing a counted
+number of changes, and checks that every change accepted is there at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from commands import cli
+from test_story_draft import (
+    CHARACTER,
+    FINALIZE,
+    PREMISE,
+    call,
+    character,
+    premise,
+    refused,
+    story,
+)
+
+from plancontracts import PLANNING_SESSION, decode
+from plancontracts.runtime.planning_blocks.commands import _write_session
+from plancontracts.runtime.planning_blocks.session import new_session
+from plancontracts.runtime.story_packages import DraftStore
+
+HANG = 600
+"Seconds after which a process is taken to hang: these runs take a few seconds."
+
+# think --state ---------------------------------------------------------------------------
+
+_STORY_TURNS = """
+import sys
+from plancontracts.generated.planning_blocks import PlanningBlock
+from plancontracts.runtime.planning_blocks import Thought, after_thought
+from plancontracts.runtime.planning_blocks.commands import _read_session, _turn, _write_session
+from plancontracts.runtime.planning_blocks.session import MINUTE
+
+state, turns = sys.argv[1], int(sys.argv[2])
+thought = Thought(PlanningBlock(choices={}), "story", None, "the patrol passes")
+for _ in range(turns):
+    with _turn(state):  # as think takes each turn
+        session = _read_session(state)
+        session, _ = after_thought(session, thought, "patrol", elapsed=MINUTE)
+        _write_session(state, session)
+"""
+
+
+@pytest.mark.process
+def test_runs_taking_turns_on_one_state_file_lose_none(tmp_path: Path) -> None:
+    state = tmp_path / "session.json"
+    runs, turns = 4, 25
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", _STORY_TURNS, str(state), str(turns)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(runs)
+    ]
+    for process in started:
+        _, stderr = process.communicate(timeout=HANG)
+        assert process.returncode == 0, stderr
+    assert decode(PLANNING_SESSION, state.read_bytes()).turn == runs * turns
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".session.json.lock",
+        "session.json",
+    ]  # no temporary file left
+
+
+def test_a_link_at_the_state_files_old_temporary_name_is_not_followed(tmp_path: Path) -> None:
+    state = tmp_path / "session.json"
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    (tmp_path / ".session.json.partial").symlink_to(victim)
+    _write_session(str(state), new_session())
+    assert victim.read_text() == "kept"
+    assert decode(PLANNING_SESSION, state.read_bytes()) == new_session()
+
+
+# story run --db ---------------------------------------------------------------------------
+
+
+def _story_runs(
+    tmp_path: Path, db: Path, batches: list[list[str]], *options: str
+) -> list[tuple[int, list[dict[str, Any]], str]]:
+    """Run `story run` on each batch of call lines, all at once, each in its own process."""
+    started = []
+    for index, lines in enumerate(batches):
+        calls = tmp_path / f"calls{index}.ndjson"
+        calls.write_text("".join(line + "\n" for line in lines))
+        command = [sys.executable, "-m", "plancontracts", "story", "run", str(calls)]
+        started.append(
+            subprocess.Popen(
+                [*command, "--db", str(db), *options],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    ran = []
+    for process in started:
+        stdout, stderr = process.communicate(timeout=HANG)
+        ran.append((process.returncode, [json.loads(line) for line in stdout.splitlines()], stderr))
+    return ran
+
+
+def _characters(db: Path, session: str) -> set[str]:
+    with DraftStore(db) as store:
+        return {character.id for character in store.load_draft(session).characters}
+
+
+@pytest.mark.process
+def test_runs_calling_one_session_at_once_keep_every_call(tmp_path: Path) -> None:
+    db = tmp_path / "stories.db"
+    first = cli("story", "run", "-", "--db", str(db), stdin=call(PREMISE, premise()) + "\n")
+    assert first.returncode == 0, first.stderr
+    session = json.loads(first.stdout)["session"]
+    runs, calls = 2, 15  # 30 characters: a draft holds at most 40
+    batches = [
+        [call(CHARACTER, character(f"run{run}x{index}")) for index in range(calls)]
+        for run in range(runs)
+    ]
+    ran = _story_runs(tmp_path, db, batches, "--session", session)
+    for status, records, stderr in ran:
+        assert (status, stderr) == (0, "")
+        assert [record["ok"] for record in records] == [True] * calls
+    expected = {f"run{run}x{index}" for run in range(runs) for index in range(calls)}
+    assert _characters(db, session) == expected
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_runs_on_sessions_of_one_database_at_once_all_succeed(tmp_path: Path) -> None:
+    db = tmp_path / "stories.db"
+    # Twelve runs of 41 calls: before each call held a write transaction, two or
+    # three of them found the database locked (at open, or at the premise's save).
+    runs, calls = 12, 40
+    batches = [
+        [call(PREMISE, premise())]
+        + [call(CHARACTER, character(f"run{run}x{index}")) for index in range(calls)]
+        for run in range(runs)
+    ]
+    ran = _story_runs(tmp_path, db, batches)
+    for run, (status, records, stderr) in enumerate(ran):
+        assert (status, stderr) == (0, "")
+        assert [record["ok"] for record in records] == [True] * (calls + 1)
+        expected = {f"run{run}x{index}" for index in range(calls)}
+        assert _characters(db, records[0]["session"]) == expected
+
+
+def test_a_finalized_package_the_store_refuses_leaves_no_file(tmp_path: Path) -> None:
+    db, out = tmp_path / "stories.db", tmp_path / "packages"
+    out.mkdir()
+    with DraftStore(db) as store:
+        session = story(store=store, packages=out)
+        with sqlite3.connect(db) as connection:  # a store that takes no package
+            connection.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON packages "
+                "BEGIN SELECT RAISE(ABORT, 'no room'); END"
+            )
+        saved = store.load_draft(session.draft.package_id)
+        done = refused(session, FINALIZE, {"title": "The Final Title"})
+        assert "no room" in done.message
+        assert store.load_draft(session.draft.package_id) == saved
+        assert store.sessions() == [session.draft.package_id]
+    assert list(out.iterdir()) == []
