@@ -83,7 +83,11 @@ class StoryNodeWebResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=Tr
 Key: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)]
 "One trigger keyword."
 AssetUrl: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=2000, pattern="^[^\\s]+$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=2000,
+        pattern="^[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)",
+    ),
 ]
 "Where a generated file is served: a URL or a server path, with no whitespace."
 BackgroundPrompt: _typing.TypeAlias = _typing.Annotated[

@@ -408,7 +408,13 @@ class SkillManifest(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     )
     "An SPDX license identifier such as `MIT` or `Apache-2.0`."
     homepage: (
-        _typing.Annotated[str, _msgspec.Meta(max_length=2000, pattern="^https?://[^\\s]+$(?!\\n)")]
+        _typing.Annotated[
+            str,
+            _msgspec.Meta(
+                max_length=2000,
+                pattern="^https?://[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)",
+            ),
+        ]
         | _msgspec.UnsetType
     ) = _msgspec.UNSET
     "An http or https address for the skill's documentation."
