@@ -97,6 +97,8 @@ class Reply:
     "Seconds before answering, watching for the client to hang up."
     finish: str = "stop"
     "The choice's `finish_reason`: `length` says the answer was cut at the token limit."
+    every: float = 0.0
+    "Seconds between the body's bytes, sent one at a time when above 0: a trickling server."
 
 
 @dataclass
@@ -115,11 +117,14 @@ class ModelServer:
 
 @contextlib.contextmanager
 def model_server(
-    answer: Callable[[int, dict[str, Any]], Reply], models: list[str] | None = None
+    answer: Callable[[int, dict[str, Any]], Reply],
+    models: list[str] | None = None,
+    listing: Reply | None = None,
 ) -> Iterator[ModelServer]:
     """A stub model server: `answer(n, body)` says how to answer the n-th chat request (from 0).
 
-    GET /v1/models lists `models` (default one, `stub-model`). Answers are
+    GET /v1/models lists `models` (default one, `stub-model`), or answers
+    `listing`'s status, body and headers when given. Answers are
     sent as OpenAI's chat completion objects around `Reply.content`.
     """
     lock = threading.Lock()
@@ -131,6 +136,9 @@ def model_server(
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
+            if listing is not None:
+                self._send(listing.status, listing.body, listing.headers, listing.every)
+                return
             data = [{"id": name, "object": "model"} for name in listed]
             self._send(200, json.dumps({"object": "list", "data": data}).encode(), {})
 
@@ -168,7 +176,9 @@ def model_server(
                     return True
             return False
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+        def _send(
+            self, status: int, payload: bytes, headers: dict[str, str], every: float = 0.0
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -176,7 +186,12 @@ def model_server(
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if every <= 0:
+                    self.wfile.write(payload)
+                for index in range(len(payload) if every > 0 else 0):
+                    self.wfile.write(payload[index : index + 1])
+                    self.wfile.flush()
+                    time.sleep(every)
             except OSError:
                 pass  # the client went away: what it did is what the test looks at
 

@@ -10,12 +10,15 @@ test_served_llama_cpp.py.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +216,113 @@ def test_an_answer_too_large_is_not_read_whole() -> None:
         pytest.raises(ServerFailed, match="answered with more than"),
     ):
         write(connect(server.url))
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def _deflate(data: bytes) -> bytes:
+    return zlib.compress(data, 9)
+
+
+# Each Content-Encoding tested, and how to encode a whole body in it.
+BOMBS = {
+    "gzip": _gzip,
+    "gzip, gzip": lambda data: _gzip(_gzip(data)),
+    "deflate": _deflate,
+    "deflate, gzip": lambda data: _gzip(_deflate(data)),
+}
+WINDOWS = {"gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+# What a bomb decodes to: well past the cap, and past what reading it within the cap may hold.
+BOMB_SIZE = 32 * MAX_RESPONSE_BYTES
+MOST_HELD = 4 * MAX_RESPONSE_BYTES
+
+
+def _bomb(encoding: str) -> tuple[bytes, dict[str, str]]:
+    """A body of a few KB that decodes, as `encoding` says, to BOMB_SIZE bytes of one JSON text."""
+    layers = [name.strip() for name in encoding.split(",")]
+    # The first layer is built a MiB at a time: the bomb itself is never whole in memory.
+    packer = zlib.compressobj(9, zlib.DEFLATED, WINDOWS[layers[0]])
+    piece = b" " * (1024 * 1024)
+    body = packer.compress(b"[") + b"".join(
+        packer.compress(piece) for _ in range(BOMB_SIZE // len(piece))
+    )
+    body += packer.flush()
+    for layer in layers[1:]:
+        body = BOMBS[layer](body)
+    return body, {"Content-Encoding": encoding}
+
+
+def _peak_while(run: Callable[[], object]) -> int:
+    """The most bytes Python held at once while `run` ran (zlib's output included)."""
+    tracemalloc.start()
+    try:
+        run()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("encoding", sorted(BOMBS))
+def test_a_compressed_answer_is_bounded_as_decoded(encoding: str) -> None:
+    body, headers = _bomb(encoding)
+    assert len(body) < MAX_RESPONSE_BYTES  # what is sent fits: only decoding makes it large
+    bomb = Reply(content=None, body=body, headers=headers)
+    with model_server(always(bomb)) as server:
+        served = connect(server.url)
+
+        def run() -> None:
+            with pytest.raises(ServerFailed, match="answered with more than"):
+                write(served)
+
+        assert _peak_while(run) < MOST_HELD
+
+
+@pytest.mark.parametrize("encoding", sorted(BOMBS))
+def test_a_compressed_model_list_is_bounded_as_decoded(encoding: str) -> None:
+    body, headers = _bomb(encoding)
+    listing = Reply(content=None, body=body, headers=headers)
+    with model_server(conforming, listing=listing) as server:
+
+        def run() -> None:
+            with pytest.raises(NoModel, match="answered with more than"):
+                connect(server.url)
+
+        assert _peak_while(run) < MOST_HELD
+
+
+def test_a_trickling_model_list_ends_at_the_server_timeout() -> None:
+    # 150 bytes at one a tenth of a second: every read is quick, the whole takes 15 s.
+    listed = json.dumps({"data": [{"id": "stub-model"}]}).encode().ljust(150)
+    trickle = Reply(content=None, body=listed, every=0.1)
+    with (
+        model_server(conforming, listing=trickle) as server,
+        pytest.raises(NoModel, match="did not end within the --server-timeout"),
+    ):
+        connect(server.url, timeout=1.0)
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "compress"])
+def test_an_encoding_not_asked_for_is_refused_in_one_line(encoding: str) -> None:
+    odd = Reply(content=None, body=b"\x00" * 64, headers={"Content-Encoding": encoding})
+    with (
+        model_server(always(odd)) as server,
+        pytest.raises(ServerFailed, match=f"answered in the '{encoding}' encoding"),
+    ):
+        write(connect(server.url))
+
+
+@pytest.mark.parametrize("encoding", sorted(BOMBS))
+def test_a_compressed_answer_within_the_cap_is_read(encoding: str) -> None:
+    completion = {
+        "choices": [{"message": {"content": '{"answer": "yes"}'}, "finish_reason": "stop"}]
+    }
+    body = BOMBS[encoding](json.dumps(completion).encode())
+    reply = Reply(content=None, body=body, headers={"Content-Encoding": encoding})
+    with model_server(always(reply)) as server:
+        assert write(connect(server.url)) == {"answer": "yes"}
 
 
 @pytest.mark.parametrize(

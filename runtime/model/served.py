@@ -36,6 +36,7 @@ import random
 import re
 import ssl
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,13 @@ from .writer import profile_accepts, say_on_stderr
 __all__ = ["Counts", "ServedModel", "api_base", "portable"]
 
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-"The largest answer read from a server; a longer one is a failed request, not read further."
+"The largest answer read from a server, as sent and as decoded; a longer one is a failed request."
+ACCEPTED_ENCODINGS = "gzip, deflate"
+"""The encodings asked for: the ones decoded here, within MAX_RESPONSE_BYTES a layer.
+
+httpx decodes a whole chunk at once, so 7 KB of `gzip, gzip` became 8 GB
+before any count could stop it; the raw bytes are read instead and each
+layer is decoded with a limit on its output."""
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_WAIT = 60.0
 "The longest wait before trying again, whatever `Retry-After` asks."
@@ -158,11 +165,13 @@ class ServedModel:
                     trust_env=False,
                     verify=served._context(),
                 ) as client,
-                client.stream("GET", f"{base}/models", headers=headers) as response,
+                client.stream("GET", f"{base}/models", headers=_asking(headers)) as response,
             ):
-                body = _bounded(response.iter_bytes())
+                deadline = time.monotonic() + settings.timeout
+                raw = _bounded(response.iter_raw(), deadline)
+                body = _decoded(raw, response.headers.get("content-encoding", ""))
                 status = response.status_code
-        except (httpx.HTTPError, _TooLong) as error:
+        except (httpx.HTTPError, _TooLong, _TooSlow, _Undecodable) as error:
             why = _why(error)
             raise NoModel(f"the model server {shown} ({source}) does not answer: {why}") from None
         if status != 200:
@@ -258,7 +267,7 @@ class ServedModel:
 
         settings = self.settings
         url = f"{self.base}/chat/completions"
-        headers = {**self._headers, "Content-Type": "application/json"}
+        headers = _asking({**self._headers, "Content-Type": "application/json"})
         timeout = httpx.Timeout(settings.timeout, connect=min(CONNECT_SECONDS, settings.timeout))
         for attempt in range(settings.retries + 1):
             self.counts.requests += 1
@@ -271,14 +280,15 @@ class ServedModel:
                         ) as client,
                         client.stream("POST", url, content=content, headers=headers) as response,
                     ):
-                        body = await _bounded_async(response.aiter_bytes())
+                        raw = await _bounded_async(response.aiter_raw())
+                        body = _decoded(raw, response.headers.get("content-encoding", ""))
                         status = response.status_code
                         asked = response.headers.get("retry-after")
             except (trio.TooSlowError, httpx.TimeoutException):
                 raise ServerFailed(
                     f"the model server {self.address} gave no answer within {settings.timeout:g} s"
                 ) from None
-            except _TooLong as error:
+            except (_TooLong, _Undecodable) as error:
                 raise ServerFailed(f"the model server {self.address} {error}") from None
             except httpx.HTTPError as error:
                 problem = _why(error)
@@ -333,22 +343,76 @@ class _TooLong(Exception):
         return f"answered with more than {MAX_RESPONSE_BYTES} bytes"
 
 
-def _bounded(chunks: Iterator[bytes]) -> bytes:
+class _Undecodable(Exception):
+    """An answer in an encoding not decoded here, or not decodable as it says."""
+
+
+class _TooSlow(Exception):
+    def __str__(self) -> str:
+        return "its answer did not end within the --server-timeout"
+
+
+def _asking(headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` with the encodings this module decodes asked for, and no other."""
+    return {**headers, "Accept-Encoding": ACCEPTED_ENCODINGS}
+
+
+def _bounded(chunks: Iterator[bytes], deadline: float | None = None) -> bytes:
+    """`chunks` joined; raises _TooLong past MAX_RESPONSE_BYTES, _TooSlow past `deadline`.
+
+    `deadline` is a time.monotonic() value: a server sending a byte now and
+    then passes every per-read timeout, so the whole answer has one too.
+    """
     kept = bytearray()
     for chunk in chunks:
         kept += chunk
         if len(kept) > MAX_RESPONSE_BYTES:
             raise _TooLong
+        if deadline is not None and time.monotonic() > deadline:
+            raise _TooSlow
     return bytes(kept)
 
 
 async def _bounded_async(chunks: AsyncIterator[bytes]) -> bytes:
+    """`chunks` joined; raises _TooLong past MAX_RESPONSE_BYTES (trio bounds the time)."""
     kept = bytearray()
     async for chunk in chunks:
         kept += chunk
         if len(kept) > MAX_RESPONSE_BYTES:
             raise _TooLong
     return bytes(kept)
+
+
+def _decoded(raw: bytes, encoding: str) -> bytes:
+    """`raw` decoded as the Content-Encoding `encoding` says, the last layer applied first.
+
+    Each layer gives at most MAX_RESPONSE_BYTES: raises _TooLong beyond,
+    _Undecodable for an encoding other than gzip and deflate (which are all
+    that is asked for) or bytes that are not what the encoding says.
+    """
+    layers = [name.strip().lower() for name in encoding.split(",")]
+    body = raw
+    for layer in reversed([name for name in layers if name and name != "identity"]):
+        if layer in ("gzip", "x-gzip"):
+            body = _inflated(body, [zlib.MAX_WBITS | 16], layer)
+        elif layer == "deflate":  # zlib-wrapped as the RFC says, or raw as some servers send
+            body = _inflated(body, [zlib.MAX_WBITS, -zlib.MAX_WBITS], layer)
+        else:
+            raise _Undecodable(f"answered in the {_shown(layer)} encoding, which is not read")
+    return body
+
+
+def _inflated(data: bytes, windows: list[int], layer: str) -> bytes:
+    for wbits in windows:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(data, MAX_RESPONSE_BYTES + 1)
+        except zlib.error:
+            continue
+        if len(out) > MAX_RESPONSE_BYTES or inflater.unconsumed_tail:
+            raise _TooLong
+        return out
+    raise _Undecodable(f"answered with a body that is not {layer} as it says")
 
 
 def _model_names(body: bytes) -> list[str]:
