@@ -70,6 +70,10 @@ def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.Complet
         ("outlines", ["story", "build", "A keeper finds a logbook"], "model"),
         ("datamodel_code_generator", ["generate", "--check"], "codegen"),
         ("ruff", ["generate"], "codegen"),
+        ("llama_cpp", ["goals", "plan", "Reach the tower", "--model", "phi-3.5"], "model"),
+        ("llama_cpp", ["goals", "simulate", "-", "--model", "phi-3.5"], "model"),
+        ("httpx", ["goals", "plan", "Reach the tower", "--server", "127.0.0.1:9"], "served"),
+        ("httpx", ["goals", "simulate", "-", "--server", "127.0.0.1:9"], "served"),
     ],
 )
 def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
@@ -77,13 +81,29 @@ def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
 ) -> None:
     done = without(hidden, *arguments, stdin="I open the door\n")
     # A subcommand of a group is named with its group: `session drive`.
-    command = " ".join(arguments[:2]) if arguments[0] in ("session", "story") else arguments[0]
+    grouped = arguments[0] in ("session", "story", "goals")
+    command = " ".join(arguments[:2]) if grouped else arguments[0]
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
+    # The model extra compiles llama.cpp: the line says a server needs only the served one.
+    server = (
+        ", or give --server URL (or $PLANCONTRACTS_SERVER) to use a model server "
+        "with the served extra"
+        if extra == "model"
+        else ""
+    )
     assert done.stderr == (
         f"plancontracts: error: {command} needs the {extra} extra, which is not installed "
-        f"(no module {hidden}): pip install 'plancontracts[{extra}]'\n"
+        f"(no module {hidden}): pip install 'plancontracts[{extra}]'{server}\n"
     )
+
+
+@pytest.mark.process  # extras hidden in a fresh interpreter
+def test_goals_without_a_model_named_falls_back_and_tells_of_a_server() -> None:
+    done = without("llama_cpp", "goals", "plan", "Reach the tower")
+    assert done.returncode == 0, done.stderr
+    assert "--server URL (or $PLANCONTRACTS_SERVER)" in done.stderr
+    assert json.loads(done.stdout)
 
 
 @pytest.mark.process  # extras hidden in a fresh interpreter

@@ -12,9 +12,10 @@ import argparse
 import importlib.util
 
 from ..core.errors import UsageError
+from ..model.resolution import SERVER_VARIABLE as SERVER
 from .options import uses_server
 
-__all__ = ["EXTRAS", "missing_modules", "require_extra", "writer_extra"]
+__all__ = ["EXTRAS", "missing_extra", "missing_modules", "require_extra", "writer_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2"),
@@ -33,6 +34,15 @@ def missing_modules(extra: str) -> list[str]:
     return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
 
 
+def missing_extra(extra: str, missing: list[str]) -> str:
+    """What a command says of `extra`'s `missing` modules: which, how to install them, and
+    for the model extra, that a model server needs only the served extra."""
+    line = f"(no module {', '.join(missing)}): pip install 'plancontracts[{extra}]'"
+    if extra == "model":  # the model extra compiles llama.cpp for minutes; a server needs none
+        line += f", or give --server URL (or ${SERVER}) to use a model server with the served extra"
+    return line
+
+
 def require_extra(extra: str, command: str) -> None:
     """Return if every module of `extra` (a key of `EXTRAS`) is installed.
 
@@ -44,7 +54,7 @@ def require_extra(extra: str, command: str) -> None:
     if missing:
         raise UsageError(
             f"{command} needs the {extra} extra, which is not installed "
-            f"(no module {', '.join(missing)}): pip install 'plancontracts[{extra}]'"
+            f"{missing_extra(extra, missing)}"
         )
 
 

@@ -6,9 +6,10 @@ it did, the directive the action decision would read after it, and the
 active plans. `goals plan GOAL` prints one plan for one goal.
 
 The model is loaded only when a plan is due and no scripted answer is
-left; without one (the model extra missing, no model loading, or
-`--fallback`), the fallback decomposition writes the plans, as said on
-standard error.
+left; without one (the model extra missing when no model or server was
+named, no model loading, or `--fallback`), the fallback decomposition
+writes the plans, as said on standard error. A model or server named whose
+extra is missing stops the command, exit 2, as every other command.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from ..commandkit import (
     unreadable,
     writer_extra,
 )
+from ..commandkit.extras import missing_extra, require_extra
+from ..commandkit.options import uses_server
 from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
@@ -104,17 +107,22 @@ def _add_writers(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _planner(args: argparse.Namespace) -> GoalPlanner:
-    """Scripted answers first, then the model (loaded when first needed), then the fallback."""
+def _planner(args: argparse.Namespace, command: str) -> GoalPlanner:
+    """Scripted answers first, then the model (loaded when first needed), then the fallback.
+
+    Raises UsageError (exit 2), naming `command`, when --model, --server or
+    $PLANCONTRACTS_SERVER asked for a model whose extra is not installed.
+    """
     if args.fallback:
         return GoalPlanner(say=say)
     extra = writer_extra(args)
     missing = missing_modules(extra)
     if missing:
-        say(
-            f"goals: the {extra} extra is not installed (no module {', '.join(missing)}): "
-            f"pip install 'plancontracts[{extra}]'"
-        )
+        # A model or server asked for by name is what the user wants: as every other command,
+        # stop (exit 2). With none asked for, the fallback writes, as documented.
+        if args.model is not None or uses_server(args):
+            require_extra(extra, command)
+        say(f"goals: the {extra} extra is not installed {missing_extra(extra, missing)}")
         return GoalPlanner(say=say)
 
     from ..model.choice import load_first_writer
@@ -129,7 +137,7 @@ def _simulate(args: argparse.Namespace, out: Output) -> int:
         script = opened(args.script)
     except OSError as error:
         raise UsageError(f"{label(args.script)}: {unreadable(error)}") from None
-    person = Person(PlanningSystem(), _planner(args))
+    person = Person(PlanningSystem(), _planner(args, "goals simulate"))
     status = EXIT_OK
     try:
         with script as stream:
@@ -198,7 +206,7 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         context = _context(args.needs)
     except ContractError as error:
         raise UsageError(_usage(error)) from None
-    planner = _planner(args)
+    planner = _planner(args, "goals plan")
     output, source = run_trio(partial(planner.steps, PlanRequest(goal, context)))
     plan = PlanningSystem([goal]).start_plan(0, output.steps)
     say(f"goals: the plan's steps were written by the {source}")
