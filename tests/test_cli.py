@@ -620,3 +620,38 @@ def test_every_command_runs_as_a_process(command: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert shown in done.stdout, done.stdout
     assert "Traceback" not in done.stderr
+
+
+# Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape).
+_NOT_UTF8 = b"Fix \xff".decode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("goals", "plan", "--needs", _NOT_UTF8, "x"),
+        ("goals", "plan", _NOT_UTF8),
+        ("session", "drive", _NOT_UTF8),
+        ("story", "build", _NOT_UTF8),
+        ("think", _NOT_UTF8),
+        ("think", "--topic", _NOT_UTF8, "a situation"),
+        ("plan", _NOT_UTF8),
+    ],
+)
+def test_text_that_is_not_utf8_is_refused_before_any_model(arguments: tuple[str, ...]) -> None:
+    # The server named cannot answer: a command that went on to load a model would
+    # say so instead of refusing the text at parsing.
+    result = cli(*arguments, env={"PLANCONTRACTS_SERVER": "http://127.0.0.1:9"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].endswith(
+        "is not UTF-8 text (byte 5 of the argument as Python read it)"
+    )
+
+
+def test_a_file_name_that_is_not_utf8_is_still_a_file_name(tmp_path: Path) -> None:
+    name = tmp_path / b"plan-\xff.json".decode("utf-8", "surrogateescape")
+    name.write_text("{}", encoding="utf-8")
+    result = cli("validate", "plan", str(name))
+    assert "not UTF-8 text" not in result.stderr
+    assert result.returncode == 1  # read, and refused as a plan

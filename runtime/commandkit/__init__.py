@@ -50,6 +50,7 @@ from .options import (
     positive_int,
     seconds,
     server_address,
+    user_text,
     uses_server,
 )
 from .reports import JsonReport, Outcome, Report, TextReport, violations_as_json
@@ -107,6 +108,7 @@ __all__ = [
     "texts",
     "to_stderr",
     "unreadable",
+    "user_text",
     "uses_server",
     "violations_as_json",
     "writer_extra",

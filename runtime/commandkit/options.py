@@ -30,6 +30,7 @@ __all__ = [
     "positive_int",
     "seconds",
     "server_address",
+    "user_text",
     "uses_server",
 ]
 
@@ -163,6 +164,24 @@ def add_skill_options(command: argparse.ArgumentParser) -> None:
         help="where skills keep their data, one folder per skill "
         "(default: $XDG_DATA_HOME/plancontracts/skills)",
     )
+
+
+def user_text(value: str) -> str:
+    """Text a user wrote (a goal, an objective, a premise, an input), as an argument's value.
+
+    Accepts any string Python decoded from the command line; raises
+    argparse.ArgumentTypeError where it holds bytes that are not UTF-8. Python
+    hands such bytes over as lone surrogates (surrogateescape), which no contract
+    or model can hold: refused here, at parsing, before any model loads. File
+    names do not use this type: on Linux they may be any bytes.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"is not UTF-8 text (byte {error.start + 1} of the argument as Python read it)"
+        ) from None
+    return value
 
 
 def positive_int(text: str) -> int:

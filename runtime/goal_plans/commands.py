@@ -38,6 +38,7 @@ from ..commandkit import (
     run_trio,
     say,
     unreadable,
+    user_text,
     writer_extra,
 )
 from ..commandkit.extras import missing_extra, require_extra
@@ -85,13 +86,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     simulate.set_defaults(run=_simulate)
     plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
     most = field_bound(NewGoalEvent, "description", "max_length")
-    plan.add_argument("goal", metavar="GOAL", help=f"the goal, at most {most} characters")
+    plan.add_argument(
+        "goal", metavar="GOAL", type=user_text, help=f"the goal, at most {most} characters"
+    )
     plan.add_argument(
         "--horizon", choices=HORIZONS, default="short", help="the goal's horizon (default: short)"
     )
     plan.add_argument(
         "--needs",
         metavar="JSON",
+        type=user_text,
         help="each need's satisfaction in percent, such as '{\"hunger\": 30}'",
     )
     _add_writers(plan)

@@ -39,6 +39,7 @@ from ..commandkit import (
     texts,
     to_stderr,
     unreadable,
+    user_text,
     violations_as_json,
     writer_extra,
 )
@@ -97,6 +98,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     think.add_argument(
         "situations",
         metavar="SITUATION",
+        type=user_text,
         nargs="+",
         help="the situation; a THINK: prefix means Think mode; - reads one per line",
     )
@@ -124,6 +126,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     think.add_argument(
         "--topic",
         metavar="TEXT",
+        type=user_text,
         help="with --state, in Think mode: the topic a failed check freezes and a frozen "
         "one refuses (default: the situation)",
     )

@@ -32,6 +32,7 @@ from ..commandkit import (
     run_calls,
     run_trio,
     say,
+    user_text,
     writer_extra,
 )
 from ..core.errors import GenerationFailed, UsageError
@@ -87,6 +88,7 @@ def _add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     drive.add_argument(
         "objective",
         metavar="OBJECTIVE",
+        type=user_text,
         help=f"what the plan is for, at most {MAX_OBJECTIVE} characters",
     )
     drive.add_argument(

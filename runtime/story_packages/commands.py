@@ -47,6 +47,7 @@ from ..commandkit import (
     say,
     stdin_at_most_once,
     unreadable,
+    user_text,
     writer_extra,
 )
 from ..core.errors import (
@@ -274,7 +275,9 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="let the local model build a story package of a premise through the tools, "
         "printing each call as NDJSON, then the package",
     )
-    build.add_argument("premise", metavar="PREMISE", help="the story in one or two sentences")
+    build.add_argument(
+        "premise", metavar="PREMISE", type=user_text, help="the story in one or two sentences"
+    )
     build.add_argument(
         "--acts",
         type=bounded_int(1, MAX_ACTS),

@@ -40,6 +40,7 @@ from ..commandkit import (
     texts,
     to_stderr,
     unreadable,
+    user_text,
     writer_extra,
 )
 from ..core.errors import ContractError, StreamError, UsageError, Violation, Violations, printable
@@ -84,7 +85,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "plan", help="write a plan for player input with the local model (or the patterns)"
     )
     plan.add_argument(
-        "inputs", metavar="TEXT", nargs="+", help="player input; - reads one input per line"
+        "inputs",
+        metavar="TEXT",
+        type=user_text,
+        nargs="+",
+        help="player input; - reads one input per line",
     )
     plan.add_argument(
         "--execute",
