@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import pytest
 import trio
-from commands import without_a_model
+from commands import cli, without_a_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from local_servers import serve
@@ -40,7 +40,7 @@ from plancontracts.generated.tool_plans import (
     ToolInvocation,
     ToolResult,
 )
-from plancontracts.runtime.core.errors import GenerationFailed, NotAModel
+from plancontracts.runtime.core.errors import GenerationFailed, NotAModel, UsageError
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
@@ -48,7 +48,6 @@ from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.model.resolution import DEFAULT_MODEL, check_gguf
 from plancontracts.runtime.tool_plans import (
     Attempt,
-    Planner,
     attempt_record,
     narrator_messages,
     plan_profile,
@@ -181,17 +180,39 @@ def test_a_file_that_is_not_a_model_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_a_truncated_model_is_reported_and_the_next_one_loads(tmp_path: Path) -> None:
+def test_a_truncated_model_named_stops_in_one_line(tmp_path: Path) -> None:
     truncated = tmp_path / "truncated.gguf"
     with model_file().open("rb") as whole:
         truncated.write_bytes(whole.read(1 << 20))
     said: list[str] = []
     choice = ModelChoice(str(truncated), download=False)
-    planner = Planner(load_first_writer(choice, say=said.append), say=said.append)
-    assert said[0] == f"model: {truncated} (--model)"
-    assert said[1].startswith(f"model: {truncated} cannot be used: ")
-    assert said[-1].startswith("model: loaded gemma-3-270m-q4_k_m.gguf on the ")
-    assert planner.writer is not None
+    # The model named is the one wanted: another in its place would hide the wrong file.
+    with pytest.raises(UsageError, match=f"{truncated} \\(--model\\) cannot be used: "):
+        load_first_writer(choice, say=said.append)
+    assert said == []
+
+
+@pytest.mark.parametrize(
+    ("model", "said"),
+    [
+        ("phi3.5", "'phi3.5' (--model) is neither a file nor a known name"),
+        ("/nope.gguf", "'/nope.gguf' (--model) is neither a file nor a known name"),
+        ("NOTES", "(--model) cannot be used: "),
+    ],
+)
+@pytest.mark.parametrize(
+    "command", [["plan", "I roll a d20"], ["goals", "plan", "Reach the tower"]]
+)
+def test_a_model_named_and_not_found_stops_in_one_line_exit_2(
+    tmp_path: Path, model: str, said: str, command: list[str]
+) -> None:
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("not a model")
+    done = cli(*command, "--model", model.replace("NOTES", str(notes)), "--no-download")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert said in done.stderr
 
 
 @pytest.mark.model

@@ -19,8 +19,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..core.errors import NoModel, NotAModel
-from .resolution import ServerSettings, candidates, check_gguf, chosen_server
+from ..core.errors import NoModel, NotAModel, UsageError
+from .resolution import ServerSettings, candidates, check_gguf, chosen_server, named
 from .writer import Writer, say_on_stderr
 
 __all__ = ["ModelChoice", "load_first_writer", "load_writer"]
@@ -51,7 +51,8 @@ def load_first_writer(
     A local candidate that is not a GGUF model, or that llama.cpp cannot
     load, is reported and the next one tried; a server that was asked for
     and does not answer raises NoModel (falling back to a local model would
-    hide it).
+    hide it); a model named by `choice.model` that is not found or cannot be
+    loaded raises UsageError (exit status 2), for the same reason.
     """
     environ = os.environ if environ is None else environ
     chosen = chosen_server(choice.model, choice.server.url, environ)
@@ -62,6 +63,23 @@ def load_first_writer(
         return ServedModel.connect(choice.server, url=url, source=source, environ=environ, say=say)
     from .local import LocalModel, where_it_runs
 
+    if choice.model:
+        # A model the user named is the one they want: another in its place would hide the
+        # typo or the wrong file, so nothing else is tried (as for a server named).
+        reasons: list[str] = []
+        found = named(choice.model, "--model", choice.download, reasons.append)
+        if found is None:
+            why = reasons[-1].removeprefix("model: ") if reasons else "not found"
+            raise UsageError(why)
+        try:
+            check_gguf(found.path)
+            writer = LocalModel.load(found.path, gpu_layers=choice.gpu_layers)
+        except (NotAModel, ValueError) as error:
+            raise UsageError(f"{found.path} (--model) cannot be used: {error}") from None
+        for line in reasons:  # held until now: a name that fails is one line, the error's
+            say(line)
+        say(f"model: loaded {found.path.name} {where_it_runs(choice.gpu_layers)}")
+        return writer
     for candidate in candidates(choice.model, download=choice.download, environ=environ, say=say):
         try:
             check_gguf(candidate.path)

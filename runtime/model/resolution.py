@@ -152,7 +152,7 @@ def candidates(
         (ENVIRONMENT_VARIABLE, environ.get(ENVIRONMENT_VARIABLE)),
     ):
         if value:
-            found = _named(value, source, download, say)
+            found = named(value, source, download, say)
             if found is not None:
                 yield found
     cached = _cached(DEFAULT_MODEL)
@@ -170,9 +170,14 @@ def candidates(
         yield packaged
 
 
-def _named(
+def named(
     value: str, source: str, download: bool, say: Callable[[str], None]
 ) -> ModelCandidate | None:
+    """The model file `value` (a path, a known name, owner/repo/file.gguf) names, or None.
+
+    `source` (such as `--model`) is said with it; each step is said, and why
+    nothing was found. Downloads a hub file not in the cache when `download`.
+    """
     path = Path(value).expanduser()
     if (value.endswith(".gguf") and path.exists()) or (os.sep in value and path.exists()):
         say(f"model: {path} ({source})")
