@@ -277,3 +277,89 @@ def test_without_a_model_the_think_command_says_so(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert "no model could be loaded, and planning blocks need one" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_integral_floats_a_server_writes_are_whole_numbers_in_the_block() -> None:
+    # JSON Schema's integer holds 12.0, which a server's JSON may well write; the
+    # block holds 12, as every contract's conversion gives it, not msgspec's refusal.
+    document: dict[str, Any] = {
+        "thinking": "Two ways across.",
+        "context": "The ford",
+        "recommended": written("Wade across"),
+        "alternatives": [written("Take the bridge")],
+        "parallel": {
+            **written("Split up"),
+            "analysis": {
+                "delegation_targets": ["Ana takes the bridge"],
+                "personal_focus": "Wading",
+                "base_dc": 12.0,
+                "complexity": "moderate",
+            },
+        },
+        "analysis": {"reasoning": "The river is low.", "contingency": "Swim."},
+    }
+    story = block_profile("story")
+    assert Draft202012Validator(story.schema).is_valid(document)
+    block = story.to_block(document)
+    parallel = present(block.choices["parallel_execution"].analysis, "parallel_execution.analysis")
+    assert (parallel.base_dc, parallel.coordination_dc) == (12, 12 + 2 + 1)
+    assert type(parallel.base_dc) is int
+    assert type(parallel.coordination_dc) is int
+
+
+class _AnswersInTurn:
+    """A writer answering each call with the next of `answers`, as a server's JSON decoded."""
+
+    def __init__(self, *answers: dict[str, Any]) -> None:
+        self.answers = list(answers)
+
+    async def write_chat(
+        self,
+        messages: Any,
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> dict[str, Any]:
+        assert Draft202012Validator(schema).is_valid(self.answers[0])  # what a profile lets through
+        return self.answers.pop(0)
+
+
+def test_a_think_mode_check_whose_dc_a_server_writes_as_a_float_is_rolled_and_kept() -> None:
+    decided = {
+        "stat_used": "Intelligence",
+        "dc": 12.0,
+        "dc_category": "Moderate",
+        "dc_reasoning": "A known ford.",
+    }
+    document: dict[str, Any] = {
+        "thinking": "Two ways across.",
+        "context": "The ford",
+        "recommended": written("Wade across"),
+        "alternatives": [written("Take the bridge")],
+        "parallel": {
+            **written("Split up"),
+            "analysis": {
+                "delegation_targets": ["Ana takes the bridge"],
+                "personal_focus": "Wading",
+                "base_dc": 12.0,
+                "complexity": "moderate",
+            },
+        },
+        "analysis": {"reasoning": "The river is low.", "contingency": "Swim."},
+        "plan_quality": {"effect": "A clear plan."},
+        "situation_assessment": {
+            "current_state": "At the ford",
+            "key_factors": ["Low water"],
+            "constraints": ["Cold"],
+            "resources_available": ["Rope"],
+        },
+    }
+    lines: list[str] = []
+    thinker = Thinker(_AnswersInTurn(decided, document), say=lines.append)
+    thought = trio.run(lambda: thinker.think("THINK: cross the ford", seed=1))
+    quality = present(thought.block.plan_quality, "plan_quality")
+    assert type(quality.dc) is int
+    assert quality.dc == 12
+    assert "12.0" not in lines[0]

@@ -97,9 +97,9 @@ class Thinker:
                 seed=seed,
             )
             rng = random.Random(seed)
-            check = roll_check(
-                decided["stat_used"], scores[decided["stat_used"]], decided["dc"], rng
-            )
+            # The profile holds dc an integer, which a server's JSON may write as 12.0.
+            dc = int(decided["dc"])
+            check = roll_check(decided["stat_used"], scores[decided["stat_used"]], dc, rng)
             self.say(f"think: {check.describe()}")
         document = await self.writer.write_chat(
             planning_messages(text, mode, check=check),

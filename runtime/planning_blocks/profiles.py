@@ -14,12 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from ...generated.planning_blocks import PlanningBlock
 from ..core.contracts import contract_schema
 from ..core.errors import ProfileBug
 from ..core.profiles import WHITESPACE, Bounds, Deriver, closed, every_field_written, without
+from ..core.validation import convert
 from .blocks import normalize_block
 from .mechanics import (
     ABILITIES,
@@ -31,7 +30,7 @@ from .mechanics import (
     is_parallel,
     snake_case,
 )
-from .rules import PLANNING_BLOCK
+from .rules import PLANNING_BLOCK, rules_in
 
 __all__ = ["BlockProfile", "block_profile", "choice_keys"]
 
@@ -116,7 +115,9 @@ class BlockProfile:
         if judged.violations:
             listed = "; ".join(map(str, judged.violations))
             raise ProfileBug(f"a block decoded under the profile is invalid: {listed}")
-        typed: PlanningBlock = msgspec.convert(block, PlanningBlock)  # judged just above
+        # The contracts' one conversion: a server's JSON may write an integer as 12.0,
+        # which the schema holds and msgspec alone refuses.
+        typed: PlanningBlock = convert(PLANNING_BLOCK, block, rules=rules_in(self.mode))
         return typed
 
 
