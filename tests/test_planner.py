@@ -506,3 +506,17 @@ def test_a_chat_template_renders_the_messages() -> None:
     )
     text = render_chat([{"role": "user", "content": "hi"}], template)
     assert text == "<|user|>hi<|end|><|assistant|>"
+
+
+@pytest.mark.model
+@pytest.mark.process  # llama.cpp writes its log from C: only a process's own stderr shows it
+def test_llama_cpp_log_is_quiet_on_a_model_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "plancontracts", "plan", "I roll a d20", "--model", "gemma3-270m"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith("model: ")] == []

@@ -98,6 +98,7 @@ class LocalModel:
         import outlines
         from llama_cpp import Llama
 
+        _quiet_llama_log()
         llama = Llama(
             str(path),
             n_ctx=context,
@@ -250,6 +251,37 @@ class _KeepingEvaluatedPrefix:
 
     def reset(self) -> None:
         """Keep the evaluated tokens; `Llama.generate` reuses what the next prompt shares."""
+
+
+_GGML_LOG_ERROR, _GGML_LOG_CONT = 4, 5
+"ggml's log levels (ggml.h) for an error and for the rest of the line before."
+_log: dict[str, Any] = {"callback": None, "error": False}
+
+
+def _quiet_llama_log() -> None:
+    """Send llama.cpp's log to standard error only for its errors, from now on.
+
+    llama-cpp-python's own callback reads ggml's levels from an older table,
+    where a warning is an error, so `verbose=False` still printed lines such
+    as `llama_kv_cache_iswa: using full-size SWA cache` on every model
+    command. The callback is kept referenced: ctypes would free it otherwise.
+    """
+    if _log["callback"] is not None:
+        return
+    import ctypes
+    import sys
+
+    import llama_cpp
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def errors_only(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        if level != _GGML_LOG_CONT:
+            _log["error"] = level == _GGML_LOG_ERROR
+        if _log["error"]:
+            sys.stderr.write(text.decode("utf-8", "replace"))
+
+    _log["callback"] = errors_only
+    llama_cpp.llama_log_set(errors_only, ctypes.c_void_p(0))
 
 
 def offload_layers(gpu_layers: int | None) -> int:
