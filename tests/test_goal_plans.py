@@ -853,3 +853,33 @@ def test_completed_and_abandoned_plans_show_their_goal_after() -> None:
     assert abandoned.goal is not None
     assert abandoned.goal.confidence == 0.0
     assert someone.system.goals[0].confidence == 0.0
+
+
+@pytest.mark.process  # a signal to a command's own process
+@pytest.mark.parametrize(("signum", "status"), [(2, 130), (15, 143), (1, 129)])
+def test_a_signal_stops_goals_plan_while_a_server_trickles(signum: int, status: int) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from local_servers import Reply, conforming, model_server
+
+    # A model list of 600 bytes at one every half second: five minutes, each read quick.
+    listed = json.dumps({"data": [{"id": "stub-model"}]}).encode().ljust(600)
+    trickle = Reply(content=None, body=listed, every=0.5)
+    with model_server(conforming, listing=trickle) as server:
+        command = [sys.executable, "-m", "plancontracts", "goals", "plan", "Reach the tower"]
+        process = subprocess.Popen(
+            [*command, "--server", server.url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)  # into the model list's trickle: the interpreter starts within it
+        process.send_signal(signal.Signals(signum))
+        try:
+            _, stderr = process.communicate(timeout=30)
+        finally:
+            process.kill()
+    assert process.returncode == status, stderr
