@@ -8,6 +8,7 @@ construction. The model tests use the packaged model, as CI does.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +101,18 @@ def test_every_call_the_profile_allows_passes_its_tools_contract(
         assert call["arguments"]["step_id"] in ids
 
 
-def test_the_profile_leaves_an_objective_the_contract_refuses_to_the_model() -> None:
-    setup = call_profile(None, "Tri\u00e9r les bugs")["anyOf"][0]["properties"]["arguments"]
-    assert "const" not in setup["properties"]["objective"]
+def test_the_profile_fixes_the_objective_as_given_never_writes_one() -> None:
+    setup = call_profile(None, f"  {OBJECTIVE}\t")["anyOf"][0]["properties"]["arguments"]
+    assert setup["properties"]["objective"] == {"const": OBJECTIVE}  # trimmed as the tool trims
+
+
+@pytest.mark.parametrize("objective", ["Ship the caf\u00e9 release", "\u00a0Ship it", "Ship\nit"])
+def test_the_profile_refuses_an_objective_the_contract_cannot_hold(objective: str) -> None:
+    # Left to the model, such an objective was replaced by one it wrote ("Triage" for "Triage é").
     with pytest.raises(ContractError):
-        convert(SESSION_SETUP_PLAN, {"objective": "Tri\u00e9r les bugs"})
+        convert(SESSION_SETUP_PLAN, {"objective": objective.strip(" \t\n")})
+    with pytest.raises(ValueError, match=r"^the objective holds .* not allowed: A plan objective"):
+        call_profile(None, objective)
 
 
 def test_an_update_in_the_profile_always_changes_something() -> None:
@@ -123,10 +131,12 @@ def test_an_update_in_the_profile_always_changes_something() -> None:
     [
         ("   ", "the objective is empty"),
         ("x" * (MAX_OBJECTIVE + 1), f"at most {MAX_OBJECTIVE} allowed"),
+        ("Ship the caf\u00e9 release", 'holds "\u00e9" (U+00E9) at character 13, not allowed'),
+        ("\u00a0Ship it", "holds U+00A0 at character 1, not allowed"),
     ],
 )
-def test_an_objective_is_not_empty_nor_longer_than_a_plans(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+def test_an_objective_is_one_the_plan_can_hold(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
         checked_objective(text)
     assert checked_objective(f"  {OBJECTIVE}\n") == OBJECTIVE
 
@@ -240,7 +250,16 @@ def test_the_drive_command_refuses_a_bad_command_line(arguments: list[str], mess
     done = cli("session", "drive", *arguments)
     assert (done.returncode, done.stdout) == (2, "")
     assert message in done.stderr
+    assert "Traceback" not in done.stderr
     assert "model:" not in done.stderr  # refused before any model is looked for
+
+
+def test_the_drive_command_refuses_an_objective_a_plan_cannot_hold_in_one_line() -> None:
+    # Where the model was left to write it, "Triage \u00e9" became the plan's "Triage".
+    done = cli("session", "drive", "Ship the caf\u00e9 release", "--no-download")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.count("\n") == 1  # one line: no traceback, no model looked for
+    assert 'the objective holds "\u00e9" (U+00E9) at character 13, not allowed' in done.stderr
 
 
 def test_without_a_model_the_drive_command_says_so(tmp_path: Path) -> None:

@@ -25,16 +25,12 @@ from typing import Any
 
 from ...generated.session_plans import SessionPlan
 from ..core.errors import ContractError, ProfileBug
-from ..core.plain_text import given_text
 from ..core.sessions import ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
-from .profiles import (
-    call_profile,
-)
+from .profiles import call_profile, checked_objective
 from .prompts import PlanningStrategy, drive_messages
 from .session import PlanSession
-from .steps import MAX_OBJECTIVE
 from .tools import TOOLS
 
 __all__ = ["Drive", "Driver", "checked_objective"]
@@ -56,11 +52,6 @@ class Drive:
         """Whether the plan is completed: the drive is over."""
         plan = self.session.latest
         return plan is not None and plan.status == "completed"
-
-
-def checked_objective(text: str) -> str:
-    """`text` trimmed, as the objective of a drive. Raises ValueError when empty or too long."""
-    return given_text(text, "the objective", MAX_OBJECTIVE)
 
 
 @dataclass
@@ -85,8 +76,9 @@ class Driver:
         `on_call` is told of each call as soon as it is made. Pass `drive`
         to see the calls made so far if this raises. The model writes in a
         worker thread: cancelling stops it at its next token. Raises
-        ValueError for an empty objective, one longer than `MAX_OBJECTIVE`
-        or `max_calls` below 1; GenerationFailed when the model writes no
+        ValueError, before the model writes, for an objective the setup
+        contract refuses (`checked_objective`: empty, too long, not printable
+        ASCII) or `max_calls` below 1; GenerationFailed when the model writes no
         complete call (the prompt outgrew the model's context, say);
         ProfileBug when a call breaks its tool's contract (a bug).
         """

@@ -4,8 +4,9 @@ A call is `{"tool": NAME, "arguments": {...}}`: one branch per tool the plan's
 state does not refuse (`open_tools`), its arguments under the profile of the
 tool's parameter contract (`CALL_BOUNDS`), narrowed by the plan: step ids
 are the plan's own, and a setup writes every field and the objective as
-given. A call written under it names a tool and passes that tool's contract
-and rules by construction.
+given (one the contract cannot hold is refused, never left to the model). A
+call written under it names a tool and passes that tool's contract and rules
+by construction.
 """
 
 from __future__ import annotations
@@ -14,19 +15,21 @@ from functools import cache
 from typing import Any
 
 from ...generated import SESSION_SETUP_PLAN
-from ...generated.session_plans import SessionPlan
+from ...generated.session_plans import SessionPlan, SessionSetupPlan
 from ..core.contracts import contract_schema
-from ..core.errors import ContractError, ToolValidationError
+from ..core.errors import ToolValidationError
 from ..core.profiles import WHITESPACE, Bounds, Deriver, every_field_written
 from ..core.schema_text import display_pattern
 from ..core.tools import Tool
-from ..core.validation import convert
 from .handlers import HANDLERS
 from .rules import UPDATE_STEP_RULES
 from .steps import id_pattern
 from .tools import TOOLS
 
-__all__ = ["CALL_BOUNDS", "call_profile", "open_tools"]
+__all__ = ["CALL_BOUNDS", "call_profile", "checked_objective", "open_tools"]
+
+_SETUP = TOOLS.taking(SESSION_SETUP_PLAN)
+"The tool that sets a plan up: its check of the objective is the drive's."
 
 CALL_BOUNDS = Bounds(string=120, items=3)
 "Short texts and at most three new steps a call: a small model writes a call in seconds."
@@ -84,13 +87,35 @@ def open_tools(plan: SessionPlan | None) -> tuple[Tool, ...]:
     return tuple(found)
 
 
+def checked_objective(text: str) -> str:
+    """`text` as the objective of a drive: the objective a plan set up with it holds.
+
+    Accepts any string; the setup tool trims surrounding ASCII whitespace and
+    nothing else. Raises ValueError, in one line saying why, when the
+    `session-setup-plan` contract refuses it (empty, longer than
+    `MAX_OBJECTIVE`, a character outside printable ASCII): the profile fixes
+    the objective into the setup call, so one the plan cannot hold is
+    refused before the drive starts, never replaced by what the model writes.
+    """
+    # The setup tool's own check, the one a model's call meets: the limits
+    # and the characters come from the schema, and its message is one line.
+    try:
+        handled = HANDLERS.handle(_SETUP.name, None, {"objective": text}, None)
+    except ToolValidationError as refusal:
+        raise ValueError(f"the objective {refusal.problem}") from None
+    assert isinstance(handled.result, SessionSetupPlan)  # the setup tool returns its parameters
+    return handled.result.objective
+
+
 def call_profile(plan: SessionPlan | None, objective: str) -> dict[str, Any]:
     """The decoding schema of one tool call, `{"tool": NAME, "arguments": {...}}`, now.
 
     One branch per tool of `open_tools(plan)`, its arguments under the
-    tool's profile. A plan is set up with `objective` (when the contract
-    takes it as it is) and at least one step; where the plan has steps, a
-    step id is one of theirs.
+    tool's profile. A plan is set up with `objective`, fixed as given (trimmed
+    of surrounding ASCII whitespace, as the tool trims it), and at least one
+    step; where the plan has steps, a step id is one of theirs. Raises
+    ValueError, saying why, when the setup contract refuses `objective`
+    (`checked_objective`).
     """
     ids = [step.step_id for step in plan.steps] if plan is not None else []
     branches = []
@@ -112,13 +137,15 @@ def call_profile(plan: SessionPlan | None, objective: str) -> dict[str, Any]:
 
 
 def _setting_up(profile: dict[str, Any], objective: str) -> dict[str, Any]:
-    """The setup's profile with every field written, and the objective given when it may be."""
+    """The setup's profile with every field written and the objective fixed: `objective` as given.
+
+    Raises ValueError when the setup contract refuses `objective` (`checked_objective`).
+    """
+    # Fixed, never left to the model: a model left to write it replaces the
+    # user's objective with one of its own (`Triage é` became `Triage`).
+    fixed = checked_objective(objective)
     profile = every_field_written(profile)
-    try:
-        convert(SESSION_SETUP_PLAN, {"objective": objective})
-    except ContractError:
-        return profile  # not ASCII, say: the model writes one the contract takes
-    return {**profile, "properties": {**profile["properties"], "objective": {"const": objective}}}
+    return {**profile, "properties": {**profile["properties"], "objective": {"const": fixed}}}
 
 
 def _with_step_ids(node: Any, ids: list[str]) -> Any:
