@@ -465,8 +465,10 @@ def test_the_environment_names_the_server_and_an_explicit_model_comes_first(
         local = without_a_model("plan", "--model", missing, "I roll a die", hub_cache=tmp_path)
     assert "(PLANCONTRACTS_SERVER)" in served.stderr
     assert json.loads(served.stdout)["narrative"] == "You roll the die."
-    assert local.returncode == 0, local.stderr
-    assert "planning with patterns" in local.stderr  # --model came first, and had no model
+    # --model came first: named and not there, it stops the command rather than
+    # falling through to the server the environment names.
+    assert local.returncode == 2, local.stderr
+    assert "missing.gguf" in local.stderr
     assert len(server.requests) == 1  # the second command never asked the server
 
 
