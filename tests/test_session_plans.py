@@ -979,18 +979,23 @@ def _pointers(value: Any, at: str = "") -> Iterator[str]:
 
 
 def run_calls(
-    tmp_path: Path, lines: list[str], *, stdin: bool = False
-) -> tuple[int, list[dict[str, Any]]]:
-    """`session run` on these lines (from a file, or from stdin): its status and its records."""
+    tmp_path: Path, lines: list[str], *options: str, stdin: bool = False
+) -> tuple[int, list[dict[str, Any]], dict[str, Any] | None]:
+    """`session run` on these lines (from a file, or from stdin): its status, records and plan.
+
+    The records are the lines of the calls; the plan is the one the last line gives.
+    """
     text = "".join(line + "\n" for line in lines)
     if stdin:
-        done = cli("session", "run", "-", stdin=text)
+        done = cli("session", "run", "-", *options, stdin=text)
     else:
         path = tmp_path / "calls.ndjson"
         path.write_text(text)
-        done = cli("session", "run", str(path))
+        done = cli("session", "run", str(path), *options)
     assert done.stderr == ""
-    return done.returncode, [json.loads(line) for line in done.stdout.splitlines()]
+    *records, last = [json.loads(line) for line in done.stdout.splitlines()]
+    assert list(last) == ["plan"]
+    return done.returncode, records, last["plan"]
 
 
 def call(tool: str, **arguments: Any) -> str:
@@ -1013,7 +1018,7 @@ def test_session_run_from_setup_to_clear(tmp_path: Path) -> None:
         call(CLEAR),
         call(READ),
     ]  # fmt: skip
-    status, records = run_calls(tmp_path, lines)
+    status, records, plan = run_calls(tmp_path, lines, "--plan-after-each")
     assert status == 1  # some calls were refused
     assert [record["line"] for record in records] == list(range(1, len(lines) + 1))
     assert [record["ok"] for record in records] == [
@@ -1073,6 +1078,7 @@ def test_session_run_from_setup_to_clear(tmp_path: Path) -> None:
     assert records[10]["plan"] == abandoned
     assert records[11]["message"] == "The plan is abandoned, with 0 steps."
     assert records[11]["result"] == records[11]["plan"] == abandoned
+    assert plan == abandoned  # and once more at the end
 
 
 def test_session_run_of_good_calls_from_stdin_exits_0(tmp_path: Path) -> None:
@@ -1081,18 +1087,49 @@ def test_session_run_of_good_calls_from_stdin_exits_0(tmp_path: Path) -> None:
         call(MARK, step_id="S001", status="done"),
         call(READ),
     ]
-    status, records = run_calls(tmp_path, lines, stdin=True)
+    status, records, plan = run_calls(tmp_path, lines, stdin=True)
     assert status == 0
     assert [record["ok"] for record in records] == [True] * 3
-    assert records[-1]["plan"]["status"] == "completed"
+    assert all("plan" not in record for record in records)  # the plan is printed once, at the end
+    assert plan is not None
+    assert plan["status"] == "completed"
+    assert records[-1]["result"] == plan  # reading returns the plan
+
+
+def test_session_run_prints_the_plan_once_so_its_output_grows_linearly(tmp_path: Path) -> None:
+    # Each note lengthens the plan: printed after every call, the plan made the
+    # output grow with the square of the calls (1.2 MB of notes printed 1 GB).
+    note = "n" * NOTE_MAX
+    steps = [{"title": f"Step {number}"} for number in range(1, 9)]
+
+    def output(calls: int) -> str:
+        lines = [call(SETUP, objective="Take notes", initial_steps=steps)]
+        lines += [
+            call(MARK, step_id=step_id(1 + number % len(steps)), status="in_progress", note=note)
+            for number in range(calls)
+        ]
+        path = tmp_path / f"{calls}.ndjson"
+        path.write_text("".join(line + "\n" for line in lines))
+        done = cli("session", "run", str(path))
+        assert (done.returncode, done.stderr) == (0, "")
+        return done.stdout
+
+    calls = 100
+    some, twice = output(calls), output(2 * calls)
+    sizes = [len(some.encode()), len(twice.encode())]
+    assert sizes[1] <= 2 * sizes[0]  # quadratic, it was 4 times as much
+    *records, last = twice.splitlines()
+    assert len(records) == 2 * calls + 1
+    assert max(map(len, records)) < 3 * len(note)  # each call's line: about its call's size
+    assert json.loads(last)["plan"]["steps"][0]["notes"][-1] == note
 
 
 def test_session_run_refuses_lines_that_are_no_call(tmp_path: Path) -> None:
     lines = [call(SETUP, objective="Ship"), "[1, 2]", '{"tool": 5}', "", '{"tool": "x", "y": 1}']
-    status, records = run_calls(tmp_path, lines)
+    status, records, plan = run_calls(tmp_path, lines, "--plan-after-each")
     assert status == 1
     assert [record["ok"] for record in records] == [True, False, False, False, False]
-    assert [record["plan"] for record in records[1:]] == [records[0]["plan"]] * 4
+    assert [record["plan"] for record in records[1:]] == [records[0]["plan"]] * 4 == [plan] * 4
     assert records[3]["error"]["message"] == "empty line: expected one JSON document per line"
 
 

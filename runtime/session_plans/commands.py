@@ -1,7 +1,7 @@
 """`plancontracts session`: the session-plan commands, a group of subcommands.
 
 `session run CALLS` applies NDJSON tool calls to one session, in order, and
-prints one NDJSON line per call; `session drive OBJECTIVE` lets the local
+prints one NDJSON line per call, then the plan; `session drive OBJECTIVE` lets the local
 model make the calls; `session section` and `session tools` print the
 planning tools' prompt section and their definitions for function calling.
 """
@@ -71,6 +71,12 @@ def _add_run(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help='a file of tool calls, one per line: {"tool": NAME, "arguments": {...}}; - for stdin',
     )
     add_max_bytes(run, "a line")
+    run.add_argument(
+        "--plan-after-each",
+        action="store_true",
+        help="print the plan after each call too, not only once at the end "
+        "(the output then grows with the plan's size times the calls)",
+    )
     run.set_defaults(run=_run)
 
 
@@ -131,8 +137,14 @@ _SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, _add_prompt_comma
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
-    session = PlanSession(keep=1)  # each line shows the plan: no need to keep the others
-    return run_calls(args.calls, args.max_bytes, out, session, lambda: {"plan": session.latest})
+    session = PlanSession(keep=1)  # only the latest plan is ever printed
+    # Each call's line says what it changed (its result); the whole plan goes
+    # once at the end. Printed after every call, a plan that grows with each
+    # note made the output quadratic: 1.2 MB of note calls printed 1 GB.
+    after = (lambda: {"plan": session.latest}) if args.plan_after_each else dict
+    status = run_calls(args.calls, args.max_bytes, out, session, after)
+    out.write(msgspec.json.encode({"plan": session.latest}).decode() + "\n")
+    return status
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
