@@ -8,11 +8,14 @@ does one smoke test per command, as a user runs it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -292,14 +295,116 @@ def test_a_document_with_too_many_violations_says_the_list_is_cut(tmp_path: Path
     assert "more_errors" not in json.loads(complete.stdout)
 
 
-def test_a_directory_or_missing_file_is_an_invalid_document_not_a_crash(tmp_path: Path) -> None:
-    done = run("validate", "plan", str(tmp_path), str(tmp_path / "nope.json"))
-    assert done.returncode == 1
-    assert (
-        f"{tmp_path}: invalid (1 violation)\n  (document): is a directory, not a JSON file"
-        in done.stdout
-    )
-    assert "(document): no such file" in done.stdout
+def test_a_directory_or_missing_file_is_one_line_each_and_exit_status_2(files: Path) -> None:
+    # Every file is still reported, in order; the status is the highest of them.
+    folder, missing = files / "folder", files / "nope.json"
+    folder.mkdir()
+    names = [files / "good.json", folder, files / "broken.json", missing]
+    done = run("validate", "plan", *map(str, names))
+    assert (done.returncode, done.stderr) == (2, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"{files}/good.json: valid"
+    assert lines[1] == f"{folder}: is a directory, not a JSON file"
+    assert lines[2].startswith(f"{files}/broken.json: invalid (")
+    assert lines[-2:] == [
+        f"{missing}: no such file",
+        "2 documents checked: 1 valid, 1 invalid; 2 files could not be read",
+    ]
+    records = [json.loads(line) for line in run("validate", "--json", "plan", *map(str, names))
+               .stdout.splitlines()]  # fmt: skip
+    assert records[1] == {
+        "file": str(folder),
+        "valid": False,
+        "errors": [{"pointer": "", "message": "is a directory, not a JSON file"}],
+    }
+    assert records[3]["errors"] == [{"pointer": "", "message": "no such file"}]
+    events = str(files / "events.ndjson")
+    ndjson = run("validate", "--ndjson", "plan", str(missing), events)
+    assert ndjson.returncode == 2
+    assert ndjson.stdout.splitlines()[0] == f"{missing}: no such file"
+    assert f"{missing}: 0 documents" not in ndjson.stdout
+
+
+@pytest.mark.parametrize(
+    ("names", "status"),
+    [
+        (["good.json"], 0),
+        (["good.json", "broken.json"], 1),
+        (["good.json", "nope.json"], 2),
+        (["nope.json", "broken.json"], 2),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_batch_exits_with_the_highest_status_of_its_files(
+    files: Path, names: list[str], status: int, as_json: bool
+) -> None:
+    json_option = ["--json"] if as_json else []
+    done = run("validate", *json_option, "plan", *(str(files / name) for name in names))
+    assert done.returncode == status
+
+
+def _commands_reading_a_file() -> set[str]:
+    """Every command (as `story graph`) whose positional argument names a file, from the parser."""
+    from plancontracts.runtime.cli.main import _parser
+
+    found: set[str] = set()
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, (*words, name))
+            elif not action.option_strings and "file" in (action.help or ""):
+                found.add(" ".join(words))
+
+    walk(_parser(), ())
+    return found
+
+
+# A missing FILE of each, with the arguments it needs besides (none reaches a model).
+_MISSING_FILE = {
+    "validate": ["validate", "plan", "{file}"],
+    "normalize": ["normalize", "planning-block", "{file}"],
+    "execute": ["execute", "{file}"],
+    "goals simulate": ["goals", "simulate", "{file}"],
+    "session run": ["session", "run", "{file}"],
+    "story graph": ["story", "graph", "{file}"],
+    "story run": ["story", "run", "--db", "{tmp}/stories.db", "--out", "{tmp}", "{file}"],
+}
+
+
+def test_every_command_reading_a_file_is_in_the_missing_file_test() -> None:
+    assert _commands_reading_a_file() == set(_MISSING_FILE)
+
+
+_CANNOT_BE_READ = {
+    "missing": "no such file",
+    "a directory": "is a directory, not a JSON file",
+    "a socket": "cannot read: no such device or address",  # not a regular file: even root
+}
+
+
+@pytest.mark.parametrize("command", sorted(_MISSING_FILE))
+@pytest.mark.parametrize("kind", sorted(_CANNOT_BE_READ))
+def test_a_file_that_cannot_be_read_is_exit_status_2_in_one_line(command: str, kind: str) -> None:
+    # A short folder: a socket's path must fit in 108 bytes.
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder, socket.socket(socket.AF_UNIX) as unix:
+        tmp_path = Path(folder)
+        target = tmp_path / {"missing": "nope.json", "a directory": "folder"}.get(kind, "sock")
+        if kind == "a directory":
+            target.mkdir()
+        elif kind == "a socket":
+            unix.bind(str(target))
+        arguments = [a.format(file=target, tmp=tmp_path) for a in _MISSING_FILE[command]]
+        done = run(*arguments)
+    why = _CANNOT_BE_READ[kind]
+    assert done.returncode == 2
+    said = (done.stdout + done.stderr).splitlines()
+    assert [line for line in said if str(target) in line] == [
+        f"{target}: {why}" if command == "validate" else f"plancontracts: error: {target}: {why}"
+    ]
+    # validate's report ends with its count of documents and of files not read.
+    assert len(said) == (2 if command == "validate" else 1)
 
 
 def test_hostile_file_names_stay_on_one_line(tmp_path: Path) -> None:
@@ -426,7 +531,8 @@ def test_validate_schemas_says_what_the_bundled_contracts_say(files: Path, tmp_p
             bundled.stdout,
             bundled.stderr,
         )
-        assert bundled.returncode == 1
+        # A file that cannot be read (nope) is exit status 2; else an invalid one is 1.
+        assert bundled.returncode == (2 if str(files / "nope") in documents else 1)
         if not options:  # what the comparison covered
             for seen in ("more than 100 violations", "duplicate key", "integral.json: valid"):
                 assert seen in bundled.stdout

@@ -718,12 +718,15 @@ def test_normalize_prints_nothing_when_the_block_is_still_invalid(tmp_path: Path
     assert done.stdout == ""
     assert '/choices/bribe_guard/risk_level: "moderate" is not one of' in done.stderr
     missing = cli("normalize", "planning-block", str(tmp_path / "nothing.json"))
-    assert (missing.returncode, missing.stdout) == (1, "")
-    assert "(document): no such file" in missing.stderr
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert missing.stderr == f"plancontracts: error: {tmp_path}/nothing.json: no such file\n"
+    as_json = cli("normalize", "--json", "planning-block", str(tmp_path / "nothing.json"))
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout)["errors"] == [{"pointer": "", "message": "no such file"}]
     malformed = cli("normalize", "planning-block", "-", stdin='{"choices": {}')
     assert malformed.returncode == 1
     assert "Traceback" not in malformed.stderr
-    assert "cannot be read" in missing.stderr
+    assert "<stdin>: cannot be normalized (1 violation)" in malformed.stderr
     big = cli("normalize", "planning-block", "-", "--max-bytes", "10", stdin=json.dumps(block))
     assert big.returncode == 1
     assert "larger than 10 bytes (see --max-bytes)" in big.stderr

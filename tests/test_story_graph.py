@@ -483,9 +483,10 @@ def test_a_package_that_is_not_json_or_breaks_its_schema_is_refused_in_one_line(
 
 
 def test_a_missing_file_and_a_bad_command_line(tmp_path: Path) -> None:
+    # A file that cannot be read is a usage error, as in every command.
     done = cli("story", "graph", str(tmp_path / "none.json"))
     assert (done.returncode, done.stderr) == (
-        1,
+        2,
         f"plancontracts: error: {tmp_path}/none.json: no such file\n",
     )
     done = cli("story", "graph", "-", "--format", "png")

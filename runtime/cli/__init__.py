@@ -7,8 +7,9 @@ runs the command chosen and turns how it ended into the exit status. What
 the commands share is the command kit, `runtime.commandkit`, one layer below
 the families (docs/development.md#layers).
 
-Exit status: 0 when everything checked is valid, 1 when a document is invalid
-or cannot be read, 2 when the command line itself is wrong. `execute` exits 0
+Exit status: 0 when everything checked is valid, 1 when a document is invalid,
+2 when the command line itself is wrong or names a file that cannot be read
+(docs/contracts.md#a-file-that-cannot-be-read). `execute` exits 0
 when the plan succeeds, 1 when it fails, 2 when it is rejected before any
 tool runs. An interrupted command (Ctrl-C) exits 130; one stopped by SIGTERM
 or SIGHUP exits 128 + the signal's number. Either way every script is stopped

@@ -152,7 +152,9 @@ def _outcomes(
                 return
             data = read_at_most(stream, limit)
     except OSError as error:
-        yield Outcome(name, None, Violations((Violation("", unreadable(error)),)))
+        # A named file not read is a usage error; standard input that fails is a document.
+        why = Violations((Violation("", unreadable(error)),))
+        yield Outcome(name, None, why, unreadable=name != "-")
         return
     yield judge(name, None, data)
 

@@ -19,6 +19,7 @@ from ..commandkit import (
     DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
+    EXIT_USAGE,
     Output,
     RulesOption,
     add_json,
@@ -285,10 +286,18 @@ def _normalize(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(
             f"only {PLANNING_BLOCK.name} documents can be normalized, not {args.contract}"
         )
+    # A named file that cannot be read is a usage error, as in every command
+    # (docs/contracts.md#a-file-that-cannot-be-read); --json still writes its
+    # record. Standard input that fails to read is an invalid document.
+    status = EXIT_INVALID
     try:
         with opened(args.file) as stream:
             data = read_at_most(stream, args.max_bytes)
     except OSError as error:
+        if args.file != "-":
+            if not args.json:
+                raise UsageError(f"{label(args.file)}: {unreadable(error)}") from None
+            status = EXIT_USAGE
         data = Violation("", unreadable(error))
     result: Normalized | None = None
     if isinstance(data, Violation):
@@ -315,14 +324,14 @@ def _normalize(args: argparse.Namespace, out: Output) -> int:
         record["block"] = result.block if result else None
         # Written from a shallower frame than the parse, so as deep as it accepted.
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return EXIT_INVALID if problems else EXIT_OK
+        return status if problems else EXIT_OK
     name = label(args.file)
     if result is not None:
         to_stderr(f"{name}: {len(repairs)} repair{'s' if len(repairs) != 1 else ''}\n")
     for repair in repairs:
         to_stderr(f"  {label(str(repair))}\n")
     if problems:
-        verdict = "still invalid" if result is not None else "cannot be read"
+        verdict = "still invalid" if result is not None else "cannot be normalized"
         to_stderr(f"{name}: {verdict} ({problems.summary()}), so nothing is printed\n")
         for violation in problems:
             to_stderr(f"  {label(str(violation))}\n")

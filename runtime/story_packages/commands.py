@@ -196,14 +196,17 @@ def _graphviz(chosen: str | None) -> str:
 def _drawable(name: str, limit: int) -> StoryPackage | None:
     """The package in file `name` (`-`: standard input), judged by its schema alone.
 
-    Says on standard error, in one line, why there is none (unreadable, not
-    JSON, not a story-package), or warns that the package breaks the rules
+    Raises `UsageError` for a named file that cannot be read. Says on standard
+    error, in one line, why there is no package (not JSON, not a
+    story-package), or warns that the package breaks the rules
     beyond its schema: such a package is drawn as it is.
     """
     try:
         with opened(name) as stream:
             data = read_at_most(stream, limit)
     except OSError as error:
+        if name != "-":  # a usage error, as in every command
+            raise UsageError(f"{label(name)}: {unreadable(error)}") from None
         complain(f"{label(name)}: {unreadable(error)}")
         return None
     if isinstance(data, Violation):

@@ -164,11 +164,16 @@ def _execute(args: argparse.Namespace, out: Output) -> int:
 
 
 def _read_plan(name: str) -> Plan | Violations:
-    """The plan in file `name` (or stdin for -), or the violations that say why there is none."""
+    """The plan in file `name` (or stdin for -), or the violations that say why there is none.
+
+    Raises `UsageError`, in one line, when a named file cannot be read.
+    """
     try:
         with opened(name) as stream:
             data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
     except OSError as error:
+        if name != "-":  # as in every command (docs/contracts.md#a-file-that-cannot-be-read)
+            raise UsageError(f"{label(name)}: {unreadable(error)}") from None
         data = Violation("", unreadable(error))
     if isinstance(data, Violation):
         return Violations((data,))
