@@ -856,8 +856,11 @@ def test_completed_and_abandoned_plans_show_their_goal_after() -> None:
 
 
 @pytest.mark.process  # a signal to a command's own process
+@pytest.mark.parametrize("command", ["plan", "simulate"])
 @pytest.mark.parametrize(("signum", "status"), [(2, 130), (15, 143), (1, 129)])
-def test_a_signal_stops_goals_plan_while_a_server_trickles(signum: int, status: int) -> None:
+def test_a_signal_stops_goals_while_a_server_trickles(
+    signum: int, status: int, command: str, tmp_path: Path
+) -> None:
     import signal
     import subprocess
     import sys
@@ -869,9 +872,22 @@ def test_a_signal_stops_goals_plan_while_a_server_trickles(signum: int, status: 
     listed = json.dumps({"data": [{"id": "stub-model"}]}).encode().ljust(600)
     trickle = Reply(content=None, body=listed, every=0.5)
     with model_server(conforming, listing=trickle) as server:
-        command = [sys.executable, "-m", "plancontracts", "goals", "plan", "Reach the tower"]
+        script = tmp_path / "day.ndjson"  # a goal, planned as soon as it is added
+        script.write_text(
+            '{"event": "goal", "description": "Reach the tower", "horizon": "short"}\n'
+        )
+        what = ["Reach the tower"] if command == "plan" else [str(script)]
         process = subprocess.Popen(
-            [*command, "--server", server.url],
+            [
+                sys.executable,
+                "-m",
+                "plancontracts",
+                "goals",
+                command,
+                *what,
+                "--server",
+                server.url,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,

@@ -124,7 +124,7 @@ class GoalPlanner:
         """
         if self.scripted:
             return self.scripted.popleft(), "script"
-        model = self._loaded_model()
+        model = await self._loaded_model()
         if model is None:
             return fallback_steps(request), "fallback"
         from ..core.errors import GenerationFailed
@@ -145,10 +145,15 @@ class GoalPlanner:
         except ContractError as error:
             raise ProfileBug(f"the model's steps broke their contract: {error}") from None
 
-    def _loaded_model(self) -> Writer | None:
+    async def _loaded_model(self) -> Writer | None:
         if not self._loaded and self.load is not None:  # without `load`, the caller chose
+            import trio
+
             self._loaded = True
-            self._model = self.load()
+            # In a thread: a load (a model file read, a server's model list) blocks,
+            # and trio handles a signal only while its own thread is free. On
+            # cancellation the thread is abandoned; it ends with its request's deadline.
+            self._model = await trio.to_thread.run_sync(self.load, abandon_on_cancel=True)
             if self._model is None:
                 self.say("goals: no model; the fallback decomposition writes the plans")
         return self._model

@@ -111,13 +111,11 @@ def _add_writers(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _planner(args: argparse.Namespace, command: str, *, eager: bool = False) -> GoalPlanner:
+def _planner(args: argparse.Namespace, command: str) -> GoalPlanner:
     """Scripted answers first, then the model (loaded when first needed), then the fallback.
 
     Raises UsageError (exit 2), naming `command`, when --model, --server or
     $PLANCONTRACTS_SERVER asked for a model whose extra is not installed.
-    `eager` loads the model now, outside trio, where a signal stops the
-    loading at once (inside trio, a blocking load held it until it ended).
     """
     if args.fallback:
         return GoalPlanner(say=say)
@@ -133,11 +131,9 @@ def _planner(args: argparse.Namespace, command: str, *, eager: bool = False) -> 
 
     from ..model.choice import load_first_writer
 
-    load = partial(load_first_writer, model_choice(args), say=say)
-    if eager:
-        writer = load()
-        return GoalPlanner(load=lambda: writer, say=say, seed=args.seed)
-    return GoalPlanner(load=load, say=say, seed=args.seed)
+    return GoalPlanner(
+        load=partial(load_first_writer, model_choice(args), say=say), say=say, seed=args.seed
+    )
 
 
 def _simulate(args: argparse.Namespace, out: Output) -> int:
@@ -214,7 +210,7 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
         context = _context(args.needs)
     except ContractError as error:
         raise UsageError(_usage(error)) from None
-    planner = _planner(args, "goals plan", eager=True)  # no scripted answer: the model writes
+    planner = _planner(args, "goals plan")
     output, source = run_trio(partial(planner.steps, PlanRequest(goal, context)))
     plan = PlanningSystem([goal]).start_plan(0, output.steps)
     say(f"goals: the plan's steps were written by the {source}")
