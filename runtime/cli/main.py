@@ -1,44 +1,93 @@
-"""The entry point of the `plancontracts` command: the parser, and how a command ends."""
+"""The entry point of the `plancontracts` command: the parser, and how a command ends.
+
+This module imports nothing heavy: `main` takes the stop signals first and
+only then imports the commands (a third of a second), so that a signal at any
+moment from there on ends the command as one during its work does.
+"""
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING
 
-from ..commandkit import (
-    EXIT_INVALID,
-    EXIT_USAGE,
-    StandardOutput,
-    Stopped,
-    complain,
-    stop_signals,
-    stopped,
-)
-from ..core.errors import NoModel, ProfileBug, StreamError, UnknownContractError, UsageError
-from ..goal_plans import commands as goal_plan_commands
-from ..planning_blocks import commands as planning_block_commands
-from ..session_plans import commands as session_plan_commands
-from ..story_packages import commands as story_package_commands
-from ..tool_plans import commands as tool_plan_commands
-from . import commands
+if TYPE_CHECKING:
+    import argparse
+    from types import FrameType
 
 __all__ = ["main"]
 
-# Each family registers its own commands (and options of `validate`).
-_FAMILIES = (
-    tool_plan_commands,
-    planning_block_commands,
-    session_plan_commands,
-    story_package_commands,
-    goal_plan_commands,
-)
+# The signals that stop a command besides Ctrl-C, which Python already turns
+# into KeyboardInterrupt (and which stays ignored where it was, as in `cmd &`).
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class _StoppedEarly(BaseException):
+    """SIGTERM or SIGHUP arrived before the command kit's own handler was installed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command with `argv` (default: `sys.argv[1:]`) and return its exit status."""
+    """Run the command with `argv` (default: `sys.argv[1:]`) and return its exit status.
+
+    Raises SystemExit where argparse or a usage error exits (status 2); every
+    other way a command ends, a signal included, is a returned status.
+    """
+    with _early_signals():
+        try:
+            return _run(argv)
+        # While the commands are still importing, or after the command kit's
+        # handler is gone: the kit may be half imported, so the line is
+        # written here, as `commandkit.say` writes it.
+        except KeyboardInterrupt:
+            return _said("interrupted", 130)
+        except _StoppedEarly as stop:
+            return _said(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
+
+
+@contextmanager
+def _early_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `_StoppedEarly` inside; the handlers before are back after."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _StoppedEarly(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _said(why: str, status: int) -> int:
+    """Write `plancontracts: why` on standard error, if there is one, and return `status`."""
+    if sys.stderr is not None:
+        with suppress(OSError, ValueError, RuntimeError):  # RuntimeError: a reentrant write
+            sys.stderr.write(f"plancontracts: {why}\n")
+            sys.stderr.flush()
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """Parse `argv`, run its command and return its exit status (see `main`)."""
+    from ..commandkit import (
+        EXIT_INVALID,
+        EXIT_USAGE,
+        StandardOutput,
+        Stopped,
+        complain,
+        stop_signals,
+        stopped,
+    )
+    from ..core.errors import NoModel, ProfileBug, StreamError, UnknownContractError, UsageError
+
     parser = _parser()
     args = parser.parse_args(argv)
     try:
@@ -92,13 +141,31 @@ def _settle_standard_output() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The parser of every command: the contracts' own, then each family's."""
+    import argparse
+
+    from ..goal_plans import commands as goal_plan_commands
+    from ..planning_blocks import commands as planning_block_commands
+    from ..session_plans import commands as session_plan_commands
+    from ..story_packages import commands as story_package_commands
+    from ..tool_plans import commands as tool_plan_commands
+    from . import commands
+
+    # Each family registers its own commands (and options of `validate`).
+    families = (
+        tool_plan_commands,
+        planning_block_commands,
+        session_plan_commands,
+        story_package_commands,
+        goal_plan_commands,
+    )
     parser = argparse.ArgumentParser(
         prog="plancontracts",
         description="Schema-first contracts for LLM planning systems.",
     )
     subcommands = parser.add_subparsers(required=True, metavar="COMMAND")
-    rules_options = [option for family in _FAMILIES for option in family.RULES_OPTIONS]
+    rules_options = [option for family in families for option in family.RULES_OPTIONS]
     commands.register(subcommands, rules_options)
-    for family in _FAMILIES:
+    for family in families:
         family.register(subcommands)
     return parser

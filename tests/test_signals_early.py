@@ -1,0 +1,80 @@
+"""A stop signal at any moment of a command's start ends it as one during its work does.
+
+The entry point imports the commands (a third of a second) only after it has
+taken the stop signals: a signal in that time exits 128 + the signal's number
+with one line on standard error, where it printed a traceback or killed the
+process (issue 26, item 21). What comes before the entry point runs is out of
+its reach: the interpreter's own start, and the import of the packages above
+the entry point's module, which Python does before any of its code; the
+command here reports when it begins to import the commands, and the signals
+come from then on.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+# The command as the console script runs it, with Ctrl-C as from a terminal (a
+# suite started in the background inherits SIGINT ignored, and Python keeps it
+# so), saying on standard output when the command kit, the first of the
+# commands' modules, begins to import.
+_REPORTING_ITS_START = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "reported = []\n"
+    "def report(event, args):\n"
+    "    if event == 'import' and args[0] == 'plancontracts.runtime.commandkit' and not reported:\n"
+    "        reported.append(True)\n"
+    "        os.write(1, b'started\\n')\n"
+    "sys.addaudithook(report)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
+
+STOPS = {
+    signal.SIGINT: b"plancontracts: interrupted\n",
+    signal.SIGTERM: b"plancontracts: stopped by SIGTERM\n",
+    signal.SIGHUP: b"plancontracts: stopped by SIGHUP\n",
+}
+
+# Seconds after the commands begin to import: from their first import to well
+# past their last one, when the command waits on its standard input.
+DELAYS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+PATIENCE = 300.0
+"Seconds a command may take to start, or to stop, on a busy machine; no test claims a speed."
+
+
+@pytest.mark.process  # a signal to the command
+@pytest.mark.slow  # a process per signal and moment
+@pytest.mark.parametrize("signum", list(STOPS), ids=lambda signum: signum.name)
+def test_a_stop_signal_while_the_command_starts_ends_it_in_one_line(
+    signum: signal.Signals,
+) -> None:
+    for delay in DELAYS:
+        # Standard input stays open: the command, once started, waits on it.
+        cli = subprocess.Popen(
+            [sys.executable, "-c", _REPORTING_ITS_START, "validate", "plan", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert cli.stdout is not None
+            assert cli.stdout.readline() == b"started\n"
+            time.sleep(delay)  # a moment of the start, not a claim about speed
+            cli.send_signal(signum)
+            out, err = cli.communicate(timeout=PATIENCE)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.communicate()
+        said = f"{signum.name} {delay} s after the start: {err!r}"
+        assert cli.returncode == 128 + signum, said
+        assert err == STOPS[signum], said
+        assert out == b"", said
