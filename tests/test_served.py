@@ -304,6 +304,33 @@ def test_a_trickling_model_list_ends_at_the_server_timeout() -> None:
         connect(server.url, timeout=1.0)
 
 
+def test_a_model_list_whose_headers_trickle_ends_at_the_server_timeout() -> None:
+    # The status line and then a header byte every 0.2 s: every read is quick, and
+    # httpx's timeouts, all per read, would wait for the 16 KiB a header may hold.
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not stop.wait(0.2):
+                connection.sendall(b"a")
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        with pytest.raises(NoModel, match="did not end within the --server-timeout"):
+            connect(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=1.0)
+    finally:
+        stop.set()
+        listener.close()
+        sender.join(timeout=10)
+
+
 @pytest.mark.parametrize("encoding", ["br", "zstd", "compress"])
 def test_an_encoding_not_asked_for_is_refused_in_one_line(encoding: str) -> None:
     odd = Reply(content=None, body=b"\x00" * 64, headers={"Content-Encoding": encoding})

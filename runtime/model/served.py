@@ -35,11 +35,12 @@ import os
 import random
 import re
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -48,6 +49,8 @@ from ..core.plain_text import one_line
 from .chat import Message
 from .resolution import API_KEY_VARIABLE, ServerSettings
 from .writer import profile_accepts, say_on_stderr
+
+_T = TypeVar("_T")
 
 __all__ = ["Counts", "ServedModel", "api_base", "portable"]
 
@@ -158,7 +161,9 @@ class ServedModel:
         key = environ.get(API_KEY_VARIABLE, "")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         served = cls(base, settings.model or "", settings, _headers=headers)
-        try:
+        deadline = time.monotonic() + settings.timeout
+
+        def listed() -> tuple[int, bytes]:
             with (
                 httpx.Client(
                     timeout=min(CONNECT_SECONDS, settings.timeout),
@@ -167,10 +172,13 @@ class ServedModel:
                 ) as client,
                 client.stream("GET", f"{base}/models", headers=_asking(headers)) as response,
             ):
-                deadline = time.monotonic() + settings.timeout
                 raw = _bounded(response.iter_raw(), deadline)
-                body = _decoded(raw, response.headers.get("content-encoding", ""))
-                status = response.status_code
+                return response.status_code, _decoded(
+                    raw, response.headers.get("content-encoding", "")
+                )
+
+        try:
+            status, body = _by_deadline(listed, deadline)
         except (httpx.HTTPError, _TooLong, _TooSlow, _Undecodable) as error:
             why = _why(error)
             raise NoModel(f"the model server {shown} ({source}) does not answer: {why}") from None
@@ -355,6 +363,33 @@ class _TooSlow(Exception):
 def _asking(headers: Mapping[str, str]) -> dict[str, str]:
     """`headers` with the encodings this module decodes asked for, and no other."""
     return {**headers, "Accept-Encoding": ACCEPTED_ENCODINGS}
+
+
+def _by_deadline(work: Callable[[], _T], deadline: float) -> _T:
+    """What `work()` returns, or raises; raises _TooSlow when it has not ended by `deadline`.
+
+    httpx's timeouts are per read, and a server sending its status line and
+    headers a byte now and then passes every one of them: `work` runs in a
+    daemon thread that is left behind at the deadline (its reads end with
+    their own timeouts), and this thread, waiting, still handles signals.
+    """
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # handed to the waiting thread, raised there
+            failure.append(error)
+
+    worker = threading.Thread(target=run, name="plancontracts model list", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():
+        raise _TooSlow
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def _bounded(chunks: Iterator[bytes], deadline: float | None = None) -> bytes:
