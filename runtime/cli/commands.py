@@ -16,6 +16,7 @@ import msgspec
 from ..commandkit import (
     EXIT_INVALID,
     EXIT_OK,
+    EXIT_USAGE,
     JsonReport,
     Outcome,
     Output,
@@ -269,9 +270,9 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
         changed = (generate.check if args.check else generate.write)(schemas, target)
     except generate.OutputFolderError as error:
         raise UsageError(printable(str(error))) from None
-    except SchemaTreeError as error:
+    except SchemaTreeError as error:  # a folder it cannot use, as `validate --schemas` says
         complain(f"{schemas}: {error}")
-        return EXIT_INVALID
+        return EXIT_USAGE
     if args.check:
         for relative in changed:
             out.write(f"stale: {target / relative}\n")
