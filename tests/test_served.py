@@ -227,7 +227,7 @@ def _deflate(data: bytes) -> bytes:
 
 
 # Each Content-Encoding tested, and how to encode a whole body in it.
-BOMBS = {
+BOMBS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": _gzip,
     "gzip, gzip": lambda data: _gzip(_gzip(data)),
     "deflate": _deflate,
