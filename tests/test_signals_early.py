@@ -78,3 +78,55 @@ def test_a_stop_signal_while_the_command_starts_ends_it_in_one_line(
         assert cli.returncode == 128 + signum, said
         assert err == STOPS[signum], said
         assert out == b"", said
+
+
+# The command as the console script runs it, sending itself a first signal in
+# the middle of its work (when it imports jsonschema to validate) and a second
+# while it stops (when it imports the model's module to tell whether a
+# generation runs), saying on standard output as it sends each.
+_SIGNALLED_TWICE = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "first, second = signal.Signals[sys.argv[1]], signal.Signals[sys.argv[2]]\n"
+    "sent = []\n"
+    "def send(event, args):\n"
+    "    if event != 'import':\n"
+    "        return\n"
+    "    if args[0] == 'jsonschema' and not sent:\n"
+    "        sent.append(first)\n"
+    "        os.write(1, b'first\\n')\n"
+    "        os.kill(os.getpid(), first)\n"
+    "    elif args[0] == 'plancontracts.runtime.model.local' and len(sent) == 1:\n"
+    "        sent.append(second)\n"
+    "        os.write(1, b'second\\n')\n"
+    "        os.kill(os.getpid(), second)\n"
+    "sys.addaudithook(send)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[3:]))\n"
+)
+
+
+@pytest.mark.process  # signals to the command
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (signal.SIGINT, signal.SIGINT),  # Ctrl-C pressed twice
+        (signal.SIGTERM, signal.SIGINT),
+        (signal.SIGTERM, signal.SIGTERM),
+        (signal.SIGHUP, signal.SIGTERM),  # a terminal closed, then a supervisor
+    ],
+    ids=lambda signum: signum.name,
+)
+def test_a_second_stop_signal_while_the_command_stops_is_let_pass(
+    first: signal.Signals, second: signal.Signals
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNALLED_TWICE, first.name, second.name, "validate", "plan", "-"],
+        input=b"{}",
+        capture_output=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert done.stdout == b"first\nsecond\n"  # both signals came where they should
+    assert done.returncode == 128 + first, done.stderr
+    assert done.stderr == STOPS[first]

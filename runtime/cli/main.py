@@ -23,6 +23,7 @@ __all__ = ["main"]
 # The signals that stop a command besides Ctrl-C, which Python already turns
 # into KeyboardInterrupt (and which stays ignored where it was, as in `cmd &`).
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_ALL_STOP_SIGNALS = (signal.SIGINT, *_STOP_SIGNALS)
 
 
 class _StoppedEarly(BaseException):
@@ -46,24 +47,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         # handler is gone: the kit may be half imported, so the line is
         # written here, as `commandkit.say` writes it.
         except KeyboardInterrupt:
+            _stopping()
             return _said("interrupted", 130)
         except _StoppedEarly as stop:
+            _stopping()
             return _said(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
 
 
 @contextmanager
 def _early_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `_StoppedEarly` inside; the handlers before are back after."""
+    """SIGTERM and SIGHUP raise `_StoppedEarly` inside; each stop signal's handler is back after."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise _StoppedEarly(signum)
 
-    previous = {signum: signal.signal(signum, stop) for signum in _STOP_SIGNALS}
+    previous = {signum: signal.getsignal(signum) for signum in _ALL_STOP_SIGNALS}
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, stop)
     try:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            if handler is not None:
+                signal.signal(signum, handler)
+
+
+def _stopping() -> None:
+    """Let every stop signal pass from now on: the command is stopping.
+
+    A second Ctrl-C, or a supervisor's SIGTERM after it, would otherwise
+    interrupt the stopping (the scripts' stop, the one line) with a traceback
+    or a second line. `_early_signals` puts the handlers back after.
+    """
+    for signum in _ALL_STOP_SIGNALS:
+        if signal.getsignal(signum) is not None:  # None: not from Python, left as it is
+            signal.signal(signum, _let_pass)
+
+
+def _let_pass(signum: int, frame: FrameType | None) -> None:
+    """A handler that does nothing: not SIG_IGN, which a script started now would inherit."""
 
 
 def _said(why: str, status: int) -> int:
@@ -109,8 +131,10 @@ def _run(argv: Sequence[str] | None) -> int:
         complain(f"{bug} (a bug in plancontracts' decoding profile: the answer is not used)")
         return EXIT_INVALID
     except KeyboardInterrupt:
+        _stopping()
         return stopped("interrupted", 130)
     except Stopped as stop:
+        _stopping()
         return stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
     except StreamError as error:
         if not isinstance(error.__cause__, BrokenPipeError):  # the reader of `| head` knows
