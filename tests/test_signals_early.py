@@ -130,3 +130,68 @@ def test_a_second_stop_signal_while_the_command_stops_is_let_pass(
     assert done.stdout == b"first\nsecond\n"  # both signals came where they should
     assert done.returncode == 128 + first, done.stderr
     assert done.stderr == STOPS[first]
+
+
+# The command as the console script runs it, its own process's (`main()` without
+# arguments), stopped by SIGTERM in the middle of its work as above and sent
+# Ctrl-C once more while the interpreter exits.
+_SIGNALLED_AT_EXIT = (
+    "import atexit, os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "def send(event, args):\n"
+    "    if event == 'import' and args[0] == 'jsonschema':\n"
+    "        os.kill(os.getpid(), signal.SIGTERM)\n"
+    "sys.addaudithook(send)\n"
+    "atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "sys.exit(main())\n"
+)
+
+
+@pytest.mark.process  # signals to the command, the process's exit
+def test_ctrl_c_while_a_stopped_command_exits_is_let_pass() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNALLED_AT_EXIT, "validate", "plan", "-"],
+        input=b"{}",
+        capture_output=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stderr == STOPS[signal.SIGTERM]
+
+
+# The command as the console script runs it, sending itself `signum` as the
+# first class with a dataclass field is defined while the commands import:
+# Python 3.11 wraps what a `__set_name__` raises in a RuntimeError.
+_SIGNALLED_IN_SET_NAME = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "signum = signal.Signals[sys.argv[1]]\n"
+    "import plancontracts\n"
+    "def send(frame, event, arg):\n"
+    "    if event == 'call' and frame.f_code.co_name == '__set_name__':\n"
+    "        sys.setprofile(None)\n"
+    "        os.write(1, b'sent\\n')\n"
+    "        os.kill(os.getpid(), signum)\n"
+    "sys.setprofile(send)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[2:]))\n"
+)
+
+
+@pytest.mark.process  # a signal to the command
+@pytest.mark.parametrize("signum", list(STOPS), ids=lambda signum: signum.name)
+def test_a_stop_signal_while_a_class_is_defined_is_not_a_runtime_error(
+    signum: signal.Signals,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNALLED_IN_SET_NAME, signum.name, "validate", "plan", "-"],
+        input=b"",
+        capture_output=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert done.stdout == b"sent\n"  # the signal came where it should
+    assert done.returncode == 128 + signum, done.stderr
+    assert done.stderr == STOPS[signum]

@@ -38,27 +38,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with `argv` (default: `sys.argv[1:]`) and return its exit status.
 
     Raises SystemExit where argparse or a usage error exits (status 2); every
-    other way a command ends, a signal included, is a returned status.
+    other way a command ends, a signal included, is a returned status. Called
+    without `argv`, as the console script and `python -m plancontracts` call
+    it, the command is its process's: once it stops on a signal, further stop
+    signals pass until the process has exited, its teardown included.
     """
-    with _early_signals():
+    with _early_signals(restore_after_a_stop=argv is not None):
         try:
             return _run(argv)
         # While the commands are still importing, or after the command kit's
         # handler is gone: the kit may be half imported, so the line is
         # written here, as `commandkit.say` writes it.
-        except KeyboardInterrupt:
-            _stopping()
-            return _said("interrupted", 130)
-        except _StoppedEarly as stop:
-            _stopping()
-            return _said(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
+        except (KeyboardInterrupt, _StoppedEarly, RuntimeError) as error:
+            stop = _unwrapped(error)
+            if isinstance(stop, KeyboardInterrupt):
+                _stopping()
+                return _said("interrupted", 130)
+            if isinstance(stop, _StoppedEarly):
+                _stopping()
+                return _said(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
+            raise
 
 
 @contextmanager
-def _early_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `_StoppedEarly` inside; each stop signal's handler is back after."""
+def _early_signals(*, restore_after_a_stop: bool) -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `_StoppedEarly` inside; each stop signal's handler is back after.
+
+    After a stop, with `restore_after_a_stop` false, the stop signals keep
+    passing, and are blocked: Python's teardown puts back their default
+    action, which would end the process by the signal, not with its status.
+    """
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        _stopping()  # first, so that a second signal cannot interrupt the raise
         raise _StoppedEarly(signum)
 
     previous = {signum: signal.getsignal(signum) for signum in _ALL_STOP_SIGNALS}
@@ -67,9 +79,12 @@ def _early_signals() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
+        if restore_after_a_stop or signal.getsignal(signal.SIGTERM) is not _let_pass:
+            for signum, handler in previous.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
+        else:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _ALL_STOP_SIGNALS)
 
 
 def _stopping() -> None:
@@ -86,6 +101,18 @@ def _stopping() -> None:
 
 def _let_pass(signum: int, frame: FrameType | None) -> None:
     """A handler that does nothing: not SIG_IGN, which a script started now would inherit."""
+
+
+def _unwrapped(error: BaseException) -> BaseException:
+    """The signal's exception a RuntimeError wraps, or `error` itself.
+
+    Python 3.11 wraps what a `__set_name__` raises in a RuntimeError: a signal
+    that lands while a module defining a class with fields is imported.
+    """
+    cause = error.__cause__
+    if isinstance(error, RuntimeError) and cause is not None and not isinstance(cause, Exception):
+        return cause
+    return error
 
 
 def _said(why: str, status: int) -> int:
@@ -130,17 +157,20 @@ def _run(argv: Sequence[str] | None) -> int:
         # plancontracts, told in one line (the answer is not used), as every failure is.
         complain(f"{bug} (a bug in plancontracts' decoding profile: the answer is not used)")
         return EXIT_INVALID
-    except KeyboardInterrupt:
-        _stopping()
-        return stopped("interrupted", 130)
-    except Stopped as stop:
-        _stopping()
-        return stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
     except StreamError as error:
         if not isinstance(error.__cause__, BrokenPipeError):  # the reader of `| head` knows
             complain(str(error))
         _settle_standard_output()
         return EXIT_INVALID
+    except (KeyboardInterrupt, Stopped, RuntimeError) as error:
+        stop = _unwrapped(error)
+        if isinstance(stop, KeyboardInterrupt):
+            _stopping()
+            return stopped("interrupted", 130)
+        if isinstance(stop, Stopped):
+            _stopping()
+            return stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
+        raise
 
 
 def _settle_standard_output() -> None:
