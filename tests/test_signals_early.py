@@ -195,3 +195,47 @@ def test_a_stop_signal_while_a_class_is_defined_is_not_a_runtime_error(
     assert done.stdout == b"sent\n"  # the signal came where it should
     assert done.returncode == 128 + signum, done.stderr
     assert done.stderr == STOPS[signum]
+
+
+# The command as the console script runs it, sending itself `signum` from inside
+# msgspec's C code: at the first Python function it calls while it builds a
+# decoder for `msgspec.inspect`, as the commands import. There a signal raised
+# at once is lost (the command ran on to its end) or crashes msgspec (SIGSEGV).
+_SIGNALLED_IN_MSGSPEC = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "signum = signal.Signals[sys.argv[1]]\n"
+    "import plancontracts\n"
+    "def send(frame, event, arg):\n"
+    "    caller = frame.f_back\n"
+    "    if (\n"
+    "        event == 'call'\n"
+    "        and caller is not None\n"
+    "        and caller.f_code.co_filename.endswith('msgspec/inspect.py')\n"
+    "        and caller.f_code.co_name == 'run'\n"
+    "        and 'importlib' not in frame.f_code.co_filename\n"
+    "    ):\n"
+    "        sys.setprofile(None)\n"
+    "        os.write(1, b'sent\\n')\n"
+    "        os.kill(os.getpid(), signum)\n"
+    "sys.setprofile(send)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[2:]))\n"
+)
+
+
+@pytest.mark.process  # a signal to the command
+@pytest.mark.parametrize("signum", list(STOPS), ids=lambda signum: signum.name)
+def test_a_stop_signal_inside_msgspec_while_the_commands_import_stops_the_command(
+    signum: signal.Signals,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNALLED_IN_MSGSPEC, signum.name, "validate", "plan", "-"],
+        input=b"",
+        capture_output=True,
+        timeout=PATIENCE,
+        check=False,
+    )
+    assert done.stdout == b"sent\n"  # the signal came where it should
+    assert done.returncode == 128 + signum, done.stderr
+    assert done.stderr == STOPS[signum]

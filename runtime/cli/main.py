@@ -2,7 +2,8 @@
 
 This module imports nothing heavy: `main` takes the stop signals first and
 only then imports the commands (a third of a second), so that a signal at any
-moment from there on ends the command as one during its work does.
+moment from there on ends the command as one during its work does; one that
+comes while the commands import is held until they have.
 """
 
 from __future__ import annotations
@@ -87,6 +88,38 @@ def _early_signals(*, restore_after_a_stop: bool) -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_BLOCK, _ALL_STOP_SIGNALS)
 
 
+@contextmanager
+def _held_signals() -> Iterator[None]:
+    """Hold the stop signals inside; the first is raised once the block has ended.
+
+    Inside, the commands import. A signal raised in the middle of an import
+    can break an extension module (msgspec 0.22 crashes with SIGSEGV when
+    KeyboardInterrupt lands while it builds a decoder) or come out as another
+    error (a RuntimeError, from a `__set_name__`); held, it stops the command
+    a moment later (a third of a second at most, on a quiet machine).
+    A block that raises (argparse's exit) ends the command as it does.
+    """
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    previous = {signum: signal.getsignal(signum) for signum in _ALL_STOP_SIGNALS}
+    for signum, handler in previous.items():
+        if callable(handler):  # not a signal ignored (Ctrl-C in `cmd &`) or left to the system
+            signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if callable(handler):
+                signal.signal(signum, handler)
+    if held and held[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    if held:
+        raise _StoppedEarly(held[0])
+
+
 def _stopping() -> None:
     """Let every stop signal pass from now on: the command is stopping.
 
@@ -126,19 +159,26 @@ def _said(why: str, status: int) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     """Parse `argv`, run its command and return its exit status (see `main`)."""
-    from ..commandkit import (
-        EXIT_INVALID,
-        EXIT_USAGE,
-        StandardOutput,
-        Stopped,
-        complain,
-        stop_signals,
-        stopped,
-    )
-    from ..core.errors import NoModel, ProfileBug, StreamError, UnknownContractError, UsageError
+    with _held_signals():
+        from ..commandkit import (
+            EXIT_INVALID,
+            EXIT_USAGE,
+            StandardOutput,
+            Stopped,
+            complain,
+            stop_signals,
+            stopped,
+        )
+        from ..core.errors import (
+            NoModel,
+            ProfileBug,
+            StreamError,
+            UnknownContractError,
+            UsageError,
+        )
 
-    parser = _parser()
-    args = parser.parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
     try:
         if sys.stdout is None:  # started with standard output closed (`>&-`)
             raise StreamError("standard output is closed")
