@@ -7,6 +7,7 @@ number of changes, and checks that every change accepted is there at the end.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -172,3 +173,22 @@ def test_a_finalized_package_the_store_refuses_leaves_no_file(tmp_path: Path) ->
         assert store.load_draft(session.draft.package_id) == saved
         assert store.sessions() == [session.draft.package_id]
     assert list(out.iterdir()) == []
+
+
+def test_a_state_file_that_is_a_fifo_is_refused_before_any_model(tmp_path: Path) -> None:
+    # A FIFO opened for reading waits for a writer: think hung there forever.
+    state = tmp_path / "s.json"
+    os.mkfifo(state)
+    done = cli(
+        "think",
+        "look around",
+        "--state",
+        str(state),
+        "--no-download",
+        env={"PLANCONTRACTS_SERVER": "http://127.0.0.1:9"},
+        timeout=30,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"plancontracts: error: --state {state}: not a regular file"
+    ]

@@ -60,8 +60,11 @@ def locked(path: Path, *, waiting: Callable[[], None] | None = None) -> Iterator
     that ends, however it ends, releases it. Raises OSError when the lock
     file cannot be made or opened.
     """
+    # O_NONBLOCK: a FIFO planted at the lock file's name must not hold the open.
     descriptor = os.open(
-        lock_path(path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666
+        lock_path(path),
+        os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+        0o666,
     )
     try:
         try:

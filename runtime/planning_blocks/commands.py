@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -223,7 +224,17 @@ def _read_session(name: str) -> PlanningSession:
         # Said now, before the model loads: the session is written after each situation.
         raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
     try:
-        with open(name, "rb") as stream:
+        # O_NONBLOCK: opening a FIFO (or a device) named as the state would
+        # otherwise wait forever for a writer; only a regular file is read.
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise UsageError(f"--state {label(name)}: not a regular file")
+            os.set_blocking(descriptor, True)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        with open(descriptor, "rb") as stream:
             data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
     except FileNotFoundError:
         return new_session()
