@@ -12,6 +12,7 @@ import contextlib
 import json
 import keyword
 import os
+import tempfile
 from pathlib import Path
 
 from plancontracts.codegen.models import generate_module, rules_beyond_types, tidy
@@ -27,6 +28,10 @@ _INDEX_NAMES = frozenset({"CONTRACTS", "Contract", "FAMILIES", "SCHEMA_ONLY_RULE
 _INDEX_BUILTINS = ("dict", "str", "tuple")
 # A family module may not be named as the folder of bundled schemas beside it.
 _SCHEMA_FOLDER = "schemas"
+# The mode `open` gives a new file under the process's umask, read without changing it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+_FILE_MODE = 0o666 & ~_UMASK
 
 
 def header(schemas: Path) -> str:
@@ -195,9 +200,15 @@ def _stage(files: dict[str, str], out: Path) -> dict[str, Path]:
             for folder in reversed(missing):
                 folder.mkdir()
                 made.append(folder)
-            temporary = target.with_name(f".{target.name}.generating")
-            staged[relative] = temporary
-            temporary.write_text(text, encoding="utf-8", newline="\n")
+            # A fresh, exclusively created name: a fixed one could be a link planted
+            # there, or a killed run's leftover that this run removes as extra.
+            handle, name = tempfile.mkstemp(
+                dir=target.parent, prefix=f".{target.name}.", suffix=".generating"
+            )
+            staged[relative] = Path(name)
+            os.fchmod(handle, _FILE_MODE)  # mkstemp makes it private; a module is not
+            with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+                stream.write(text)
     except OSError as error:
         for temporary in staged.values():
             with contextlib.suppress(OSError):  # the one that failed may not exist

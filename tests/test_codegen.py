@@ -131,6 +131,29 @@ def test_generate_rewrites_what_is_stale_and_only_that(project: Path) -> None:
     assert generate.check(project / "schemas", project / "generated") == []
 
 
+def test_generate_never_follows_a_link_at_a_temporary_name(project: Path) -> None:
+    """Links planted where a run stages its files, or where a killed run left one, are
+    never written through; leftovers are removed and the run completes."""
+    out = project / "generated"
+    victim = project / "victim.txt"
+    victim.write_text("precious")
+    files = sorted(path for path in out.rglob("*") if path.is_file())
+    for path in files:  # every file stale, so every one is staged
+        path.write_text(generate.GENERATED_BY + "\nstale\n")
+        # The fixed name the generator once staged each file at.
+        path.with_name(f".{path.name}.generating").symlink_to(victim)
+    first, second = files[0], files[1]
+    # A name like the ones a run now stages at, as a killed run would leave it.
+    first.with_name(f".{first.name}.k1ll3d.generating").symlink_to(victim)
+    second.with_name(f".{second.name}.generating").unlink()
+    second.with_name(f".{second.name}.generating").write_text("a killed run's leftover")
+    result = cli("generate", "--schemas", str(project / "schemas"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious"
+    assert generate.check(project / "schemas", out) == []
+    assert not [path for path in out.rglob(".*") if "__pycache__" not in path.parts]
+
+
 @pytest.mark.slow  # RENDERS
 def test_a_schema_tree_error_is_one_clear_line(project: Path) -> None:
     path = project / "schemas/tool-plans/plan.json"
