@@ -54,9 +54,14 @@ def render(schemas: Path) -> dict[str, str]:
     files: dict[str, str] = {}
     for family, contracts in tree.families().items():
         roots = [contract.class_name for contract in contracts]
-        files[f"{module_name(family)}.py"] = generate_module(
-            tree.family_bundle(family), family, header(schemas), roots
-        )
+        try:
+            files[f"{module_name(family)}.py"] = generate_module(
+                tree.family_bundle(family), family, header(schemas), roots
+            )
+        except RecursionError:  # the code generator recurses once per reference followed
+            raise SchemaTreeError(
+                f"{family}: nests its references too deeply for the generator"
+            ) from None
     bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
     for name, bundle in bundles.items():
         files[f"schemas/{name}.json"] = json.dumps(bundle, indent=2, ensure_ascii=False) + "\n"

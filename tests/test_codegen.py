@@ -702,3 +702,24 @@ def test_every_name_of_the_grammar_generates_models_that_decode(
                 assert handle.name == name
                 decoded = msgspec.json.decode(json.dumps(document), type=handle.type)
                 assert msgspec.to_builtins(decoded) == document
+
+
+def test_a_reference_chain_too_deep_for_the_generator_is_one_line(tmp_path: Path) -> None:
+    chain: dict[str, Any] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(400)}
+    chain["d400"] = {"type": "integer"}
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://ex.org/fam/thing.json",
+        "type": "object",
+        "additionalProperties": False,
+        "$defs": chain,
+        "properties": {"x": {"$ref": "#/$defs/d0"}},
+    }
+    (tmp_path / "s/fam").mkdir(parents=True)
+    (tmp_path / "s/fam/thing.json").write_text(json.dumps(schema))
+    result = cli("generate", "--schemas", "s", "--out", "o", "--package", "o", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "plancontracts: error: s: fam: nests its references too deeply for the generator"
+    ]
+    assert not (tmp_path / "o").exists()
