@@ -79,6 +79,12 @@ def _check_python_names(tree: SchemaTree) -> None:
     seen: dict[str, str] = {}
     for name, contract in tree.contracts.items():
         constant = constant_name(name)
+        # `None`, `True` and `False` are keywords: no class can take them as a name.
+        if keyword.iskeyword(contract.class_name):
+            raise SchemaTreeError(
+                f"{contract.path}: its model class would be named {contract.class_name}, "
+                "a Python keyword; rename the contract"
+            )
         if constant in _INDEX_NAMES:
             raise SchemaTreeError(f"{contract.path}: {constant} is a name the index uses itself")
         if constant in seen:

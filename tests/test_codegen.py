@@ -723,3 +723,21 @@ def test_a_reference_chain_too_deep_for_the_generator_is_one_line(tmp_path: Path
         "plancontracts: error: s: fam: nests its references too deeply for the generator"
     ]
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name", ["none", "true", "false"])
+def test_a_contract_whose_class_would_be_a_keyword_is_refused_in_one_line(
+    tmp_path: Path, name: str
+) -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://ex.org/fam/{name}.json",
+        "type": "object",
+    }
+    (tmp_path / "s/fam").mkdir(parents=True)
+    (tmp_path / f"s/fam/{name}.json").write_text(json.dumps(schema))
+    result = cli("generate", "--schemas", "s", "--out", "o", "--package", "o", cwd=tmp_path)
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.endswith("a Python keyword; rename the contract"), line
+    assert not (tmp_path / "o").exists()
