@@ -192,3 +192,39 @@ def test_a_state_file_that_is_a_fifo_is_refused_before_any_model(tmp_path: Path)
     assert done.stderr.strip().splitlines() == [
         f"plancontracts: error: --state {state}: not a regular file"
     ]
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("signum", "status"), [(2, 130), (15, 143)])
+def test_a_signal_stops_a_run_waiting_for_a_locked_database(
+    signum: int, status: int, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    db = tmp_path / "stories.db"
+    DraftStore(db).close()
+    calls = tmp_path / "calls.ndjson"
+    calls.write_text(call(PREMISE, premise()) + "\n")
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program's transaction, held past the run's wait
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "plancontracts", "story", "run", str(calls), "--db", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)  # started, and waiting for the lock (SQLite waited in C for all of it)
+        process.send_signal(signal.Signals(signum))
+        try:
+            _, stderr = process.communicate(timeout=30)  # the wait is 60 s
+        finally:
+            process.kill()
+    finally:
+        holder.rollback()
+        holder.close()
+    assert process.returncode == status, stderr
+    assert len(stderr.splitlines()) == 1, stderr  # its one line, no traceback
+    with DraftStore(db) as store:
+        assert store.sessions() == []  # nothing half-saved

@@ -21,6 +21,8 @@ are kept.
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -36,6 +38,7 @@ from ..core.validation import decode
 __all__ = ["DraftStore", "read_package", "write_package"]
 
 _Stored = TypeVar("_Stored")
+_Done = TypeVar("_Done")
 
 BUSY_SECONDS = 60.0
 """Seconds a run waits for another's write transaction before it is told the database is busy.
@@ -44,6 +47,11 @@ A transaction holds one call's read, check and save (asset files aside,
 milliseconds): a minute is dozens of runs queued, and a wait past it means
 a run that hangs with the database open, which is said rather than waited on.
 """
+
+_TRY_SECONDS = 0.05
+"""How long SQLite itself waits for a lock in one try: its wait is in C, where
+a signal is not handled, so a run waits in tries this short, up to
+BUSY_SECONDS, and Ctrl-C or SIGTERM stops it between two."""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
@@ -60,9 +68,9 @@ class DraftStore:
         try:
             # isolation_level None: no transaction is opened behind the store's back;
             # `begin` opens one, and a save outside one commits on its own.
-            self._connection = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None)
+            self._connection = sqlite3.connect(path, timeout=_TRY_SECONDS, isolation_level=None)
             for table in _TABLES:
-                self._connection.execute(table)
+                self._execute(table)
         except sqlite3.Error as error:
             raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
 
@@ -88,14 +96,14 @@ class DraftStore:
         alone: another run's `begin` waits for it (rollback journal or WAL).
         """
         try:
-            self._connection.execute("BEGIN IMMEDIATE")
+            self._execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             raise StoreError(f"cannot change {self.path}: {error}") from None
 
     def commit(self) -> None:
         """Keep what the transaction saved. Raises `StoreError` (then nothing is kept)."""
         try:
-            self._connection.commit()
+            _waited(self._connection.commit)  # a busy COMMIT leaves the transaction open
         except sqlite3.Error as error:
             self.rollback()
             raise StoreError(f"cannot save in {self.path}: {error}") from None
@@ -128,12 +136,15 @@ class DraftStore:
 
     def sessions(self) -> list[str]:
         """The ids of the drafts saved, sorted."""
-        rows = self._connection.execute("SELECT id FROM drafts ORDER BY id").fetchall()
+        try:
+            rows = self._execute("SELECT id FROM drafts ORDER BY id").fetchall()
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot read {self.path}: {error}") from None
         return [row[0] for row in rows]
 
     def _save(self, table: str, column: str, key: str, value: bytes) -> None:
         try:
-            self._connection.execute(
+            self._execute(
                 f"INSERT INTO {table} (id, {column}) VALUES (?, ?) "
                 f"ON CONFLICT (id) DO UPDATE SET {column} = excluded.{column}",
                 (key, value.decode()),
@@ -143,13 +154,17 @@ class DraftStore:
 
     def _row(self, table: str, column: str, key: str) -> tuple[object] | None:
         try:
-            row: tuple[object] | None = self._connection.execute(
+            row: tuple[object] | None = self._execute(
                 f"SELECT {column} FROM {table} WHERE id = ?",
                 (key,),
             ).fetchone()
         except sqlite3.Error as error:
             raise StoreError(f"cannot read {self.path}: {error}") from None
         return row
+
+    def _execute(self, statement: str, parameters: tuple[str, ...] = ()) -> sqlite3.Cursor:
+        """`statement` run, waiting up to BUSY_SECONDS for another run's lock."""
+        return _waited(lambda: self._connection.execute(statement, parameters))
 
     def _load(self, table: str, column: str, key: str, contract: Contract[_Stored]) -> _Stored:
         row = self._row(table, column, key)
@@ -169,6 +184,21 @@ class DraftStore:
             raise StoreError(
                 f"the {column} {shown(key)} in {self.path} is not valid: {error}"
             ) from None
+
+
+def _waited(work: Callable[[], _Done]) -> _Done:
+    """What `work()` returns, tried again while the database is locked, up to BUSY_SECONDS.
+
+    Raises the last `sqlite3.OperationalError` past it, or any other at once.
+    """
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            return work()
+        except sqlite3.OperationalError as error:
+            busy = error.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() >= deadline:
+                raise
 
 
 def write_package(package: StoryPackage, folder: Path) -> Path:
