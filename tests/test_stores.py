@@ -175,6 +175,30 @@ def test_a_finalized_package_the_store_refuses_leaves_no_file(tmp_path: Path) ->
     assert list(out.iterdir()) == []
 
 
+def test_a_package_file_appears_only_once_the_store_has_committed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, the file was there while the commit waited: a run killed then left a
+    # package file the database never took.
+    db, out = tmp_path / "stories.db", tmp_path / "packages"
+    out.mkdir()
+    seen: list[list[str]] = []
+    commit = DraftStore.commit
+
+    def looking(store: DraftStore) -> None:
+        seen.append(sorted(path.name for path in out.iterdir() if not path.name.startswith(".")))
+        commit(store)
+
+    with DraftStore(db) as store:
+        session = story(store=store, packages=out)
+        monkeypatch.setattr(DraftStore, "commit", looking)
+        done = session.call(FINALIZE, {"title": "The Final Title"})
+        assert done.ok, done.message
+        package_id = session.draft.package_id
+    assert seen == [[]]  # at the finalize's commit, no package file yet
+    assert sorted(path.name for path in out.iterdir()) == [f"{package_id}.json"]
+
+
 def test_a_state_file_that_is_a_fifo_is_refused_before_any_model(tmp_path: Path) -> None:
     # A FIFO opened for reading waits for a writer: think hung there forever.
     state = tmp_path / "s.json"

@@ -22,24 +22,36 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["lock_path", "locked", "replace_file"]
+__all__ = ["lock_path", "locked", "replace_file", "staged_file"]
 
 
 def replace_file(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`, whole or not at all. Raises OSError when it cannot.
+    """Replace `path` with `data`, whole or not at all. Raises OSError when it cannot."""
+    part = staged_file(path, data)
+    try:
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
-    The new file gets the mode the umask gives a new file (0644 under 022),
-    as `open` would: `tempfile`'s 0600 would survive the rename.
+
+def staged_file(path: Path, data: bytes) -> Path:
+    """A new temporary file beside `path` holding `data`, for `os.replace` onto `path` later.
+
+    Its name is unique and it is made exclusively, never through a link. It
+    gets the mode the umask gives a new file (0644 under 022), as `open`
+    would: `tempfile`'s 0600 would survive the rename. Raises OSError when
+    it cannot be written (and then leaves nothing).
     """
     part = path.with_name(f".{path.name}.{secrets.token_hex(8)}.part")
     descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
-        os.replace(part, path)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
+    return part
 
 
 def lock_path(path: Path) -> Path:

@@ -20,6 +20,7 @@ Runs sharing a store each read the session's latest draft at every call
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,11 +32,12 @@ import msgspec
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..core.contracts import field_bound
 from ..core.errors import StoreError, ToolValidationError
+from ..core.files import staged_file
 from ..core.sessions import CallResult, Handled, ToolSession
 from .assets import AssetHook, RecordingAssets
 from .drafts import new_draft
 from .handlers import HANDLERS, Finalized, Workshop
-from .storage import DraftStore, write_package
+from .storage import DraftStore, package_file, package_text, write_package
 
 __all__ = ["DraftSession"]
 
@@ -69,6 +71,8 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         self._store = store
         self._packages = packages
         self._started = time.monotonic()
+        self._staged: tuple[Path, Path] | None = None
+        "A package file written under a temporary name, and its name once the store commits."
         self.package: StoryPackage | None = None
         "The package `finalizePackage` made; None until it succeeds."
 
@@ -116,13 +120,26 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         done = super().call(tool, arguments)
         if not done.ok:
             store.rollback()
+            self._unstage()
             return done
         try:
             store.commit()
         except StoreError as error:
-            self._unwrite(self.package if self.package is not package else None)
+            self._unstage()
             self._state, self.package = before, package
             return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+        if self._staged is not None:
+            # Renamed only once the store has the package: a run killed before
+            # leaves a hidden temporary file, never a package the store lacks.
+            part, path = self._staged
+            self._staged = None
+            try:
+                os.replace(part, path)
+            except OSError as error:
+                part.unlink(missing_ok=True)
+                reason = error.strerror or str(error)
+                message = f"the package is saved in the database; its file is not: {reason}"
+                return self.refuse(tool, ToolValidationError(tool, None, message))
         return done
 
     def adopt(self, tool: str, handled: Handled[StoryDraft]) -> StoryDraft:
@@ -142,7 +159,11 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
             if self._store is not None:
                 self._store.save_draft(draft)
             if package is not None and self._packages is not None:
-                write_package(package, self._packages)
+                if self._store is None:
+                    write_package(package, self._packages)
+                else:  # renamed into place by `call` once the store commits
+                    path = package_file(package, self._packages)
+                    self._staged = (staged_file(path, package_text(package)), path)
         except OSError as error:
             reason = error.strerror or str(error)
             raise ToolValidationError(tool, None, f"cannot save the package: {reason}") from None
@@ -152,8 +173,9 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
             self.package = package
         return draft
 
-    def _unwrite(self, package: StoryPackage | None) -> None:
-        """Remove the file of `package` this call wrote, the store having failed to keep it."""
-        if package is not None and self._packages is not None:
+    def _unstage(self) -> None:
+        """Remove the package file this call staged, the store not having kept the package."""
+        if self._staged is not None:
             with contextlib.suppress(OSError):
-                (self._packages / f"{package.id}.json").unlink()
+                self._staged[0].unlink()
+            self._staged = None

@@ -201,6 +201,16 @@ def _waited(work: Callable[[], _Done]) -> _Done:
                 raise
 
 
+def package_file(package: StoryPackage, folder: Path) -> Path:
+    """Where `write_package` saves `package` in `folder`: `<folder>/<package id>.json`."""
+    return folder / f"{package.id}.json"
+
+
+def package_text(package: StoryPackage) -> bytes:
+    """The text of `package` as `write_package` saves it."""
+    return msgspec.json.encode(package) + b"\n"
+
+
 def write_package(package: StoryPackage, folder: Path) -> Path:
     """Save `package` as `<folder>/<package id>.json`, whole or not at all; return its path.
 
@@ -208,8 +218,8 @@ def write_package(package: StoryPackage, folder: Path) -> Path:
     it (`core.files.replace_file`), so a reader never sees half a package.
     Raises OSError when it cannot be written.
     """
-    path = folder / f"{package.id}.json"
-    replace_file(path, msgspec.json.encode(package) + b"\n")
+    path = package_file(package, folder)
+    replace_file(path, package_text(package))
     return path
 
 
