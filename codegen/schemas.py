@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+# How `re` reads a pattern, with its repeat counts; typeshed knows it only as sre_parse, whose
+# import warns that it is deprecated.
+from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
@@ -41,6 +47,16 @@ MAX_SCHEMA_FOLDER_BYTES = 32 << 20
 MAX_SCHEMA_DEPTH = 64
 """How deeply a schema file's JSON may nest: plancontracts' deepest nests 11 levels. Checking
 and bundling a schema follow its depth by recursion, which Python bounds."""
+MAX_PATTERN_SIZE = 10_000
+"""How large one pattern may be with its repeats written out: each character, class, group or
+anchor counts 1, and a repeat multiplies what it repeats by its largest count (its least when it
+has no largest). The matcher writes repeats out when compiling: `a{10000000}` takes 2 GB. The
+largest of plancontracts' own patterns comes to 68."""
+MAX_FOLDER_PATTERN_SIZE = 100_000
+"What a schema folder's different patterns may come to together, each counted as above."
+MAX_FOLDER_PATTERNS = 1_000
+"""How many different patterns a schema folder may hold: a key is matched against every pattern
+of `patternProperties`, and 90,000 took 40 s per document. plancontracts' own hold 22."""
 _REFUSED_KEYWORDS = {
     "$dynamicRef": "refer with `$ref` to a file of the folder or one of its `$defs`",
     "$dynamicAnchor": "refer with `$ref` to a file of the folder or one of its `$defs`",
@@ -106,6 +122,7 @@ class SchemaTree:
         self.documents: dict[str, JSONSchema] = {}
         self.paths: dict[str, Path] = {}
         contracts: dict[str, Contract] = {}
+        patterns = _Patterns()
         left = MAX_SCHEMA_FOLDER_BYTES
         for path in sorted(root.rglob("*.json")):
             relative = path.relative_to(root)
@@ -115,12 +132,17 @@ class SchemaTree:
             uri = document.get("$id")
             if not isinstance(uri, str) or not uri:
                 raise SchemaTreeError(f"{relative}: has no `$id`")
+            # `https://ex.org/a.json#` names the document `https://ex.org/a.json`, which its
+            # references `a.json#/$defs/x` name once their empty fragment is taken off.
+            uri = uri.removesuffix("#")
             if document.get("$schema") != DRAFT_2020_12:
                 raise SchemaTreeError(f"{relative}: `$schema` must be {DRAFT_2020_12}")
             if uri in self.documents:
                 raise SchemaTreeError(f"{relative}: `$id` {uri} is used twice")
+            # Before jsonschema's check, which compiles every pattern with `re`: a repeat count
+            # over 2**32 - 1 raises OverflowError there, not the SchemaError it reports.
+            _check_keywords(document, relative, patterns)
             _check_schema(document, relative)
-            _check_keywords(document, relative)
             self.documents[uri] = document
             self.paths[uri] = relative
             if "type" in document or "oneOf" in document:
@@ -182,7 +204,10 @@ class SchemaTree:
         is read or fetched from anywhere else.
         """
         try:
-            uri, fragment = urldefrag(urljoin(base, reference))
+            # A fragment alone names a place in `base` whatever its scheme: urljoin joins only
+            # the schemes it knows to be hierarchical, and leaves `#/$defs/x` as it is for `urn:`.
+            whole = base + reference if reference.startswith("#") else urljoin(base, reference)
+            uri, fragment = urldefrag(whole)
         except ValueError as error:  # a URI that cannot be parsed, such as `http://[`
             raise SchemaTreeError(f"{self.paths[base]}: `$ref` {reference!r}: {error}") from None
         if uri not in self.documents:
@@ -344,11 +369,49 @@ def _require_regular(mode: int, relative: Path) -> None:
 
 
 def _parse_schema_file(data: bytes, relative: Path) -> JSONSchema:
-    """One schema file's JSON object. Raises SchemaTreeError if it is none, or nests too deeply."""
+    """One schema file's JSON object, read as strictly as a document is.
+
+    Raises SchemaTreeError if it is none, nests too deeply, writes one key twice
+    in an object (Python's json keeps the last, other tools the first), or
+    holds a number that is not JSON: `NaN`, `Infinity`, a number too large for
+    a float (`1e400`), or an integer of more digits than Python converts.
+    """
     if _nesting(data) > MAX_SCHEMA_DEPTH:
         raise SchemaTreeError(f"{relative}: nests more than {MAX_SCHEMA_DEPTH} levels deep")
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) < len(pairs):
+            twice = next(key for index, (key, _) in enumerate(pairs) if key in dict(pairs[:index]))
+            raise SchemaTreeError(f"{relative}: the key {twice!r} is written twice in one object")
+        return result
+
+    def not_json(constant: str) -> Any:
+        raise SchemaTreeError(f"{relative}: cannot read as JSON: {constant} is not a JSON number")
+
+    def finite(text: str) -> float:
+        number = float(text)
+        if not math.isfinite(number):
+            raise SchemaTreeError(f"{relative}: the number {text} is too large for a float")
+        return number
+
+    def integer(text: str) -> int:
+        digits = len(text.lstrip("-"))
+        if digits > sys.get_int_max_str_digits() > 0:
+            raise SchemaTreeError(
+                f"{relative}: an integer of {digits} digits; "
+                f"at most {sys.get_int_max_str_digits()} are read"
+            )
+        return int(text)
+
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=unique,
+            parse_constant=not_json,
+            parse_float=finite,
+            parse_int=integer,
+        )
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SchemaTreeError(f"{relative}: cannot read as JSON: {error}") from None
     if not isinstance(document, dict):
@@ -373,23 +436,126 @@ def _nesting(data: bytes) -> int:
     return deepest
 
 
-def _check_keywords(document: JSONSchema, relative: Path) -> None:
-    """Refuse a keyword the folder's schemas may not use, naming where it is."""
-    # Every object of the file but values (`const`, `enum`, `default`, `examples`), wherever
-    # it sits: `walk` knows the keywords code generation reads, jsonschema follows more.
-    # A map of names (`properties`) holds schemas under any name, `const` included.
+def _check_keywords(document: JSONSchema, relative: Path, patterns: _Patterns) -> None:
+    """Refuse a keyword, an `$id` or a pattern the folder's schemas may not use, naming where.
+
+    Every subschema is looked at: `$id` anywhere but the root, `$dynamicRef`,
+    `$dynamicAnchor`, and a pattern (`pattern`, a key of `patternProperties`)
+    that `patterns` refuses.
+    """
+    for pointer, node in _schema_objects(document):
+        where = f"{relative}#{pointer}"
+        for keyword, instead in _REFUSED_KEYWORDS.items():
+            if keyword in node:
+                raise SchemaTreeError(f"{where}: `{keyword}` is not supported: {instead}")
+        # An `$id` inside a file would be the base of the references below it; bundling
+        # resolves every reference against its file's `$id`, and would follow the wrong one.
+        if "$id" in node and pointer:
+            raise SchemaTreeError(
+                f"{where}: an `$id` inside a schema is not read: give the definition its own file"
+            )
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            patterns.add(pattern, f"{where}/pattern")
+        named = node.get("patternProperties")
+        if isinstance(named, dict):
+            for key in named:
+                patterns.add(key, f"{where}/patternProperties/{_escape(key)}")
+
+
+def _schema_objects(document: JSONSchema) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every object of a schema file that is read as a schema, with its JSON Pointer.
+
+    That is every object but values (`const`, `enum`, `default`, `examples`)
+    and maps of names (`properties`), wherever it sits: `walk` knows the
+    keywords code generation reads, jsonschema follows more (`contains`). A map
+    of names holds schemas under any name, `const` included.
+    """
     pending: list[tuple[str, Any, bool]] = [("", document, False)]
     while pending:
         pointer, node, names = pending.pop()
         if isinstance(node, list):
             pending += [(f"{pointer}/{index}", item, False) for index, item in enumerate(node)]
         elif isinstance(node, dict):
-            for keyword, instead in _REFUSED_KEYWORDS.items():
-                if keyword in node and not names:
-                    where = f"{relative}#{pointer}"
-                    raise SchemaTreeError(f"{where}: `{keyword}` is not supported: {instead}")
+            if not names:
+                yield pointer, node
             pending += [
                 (f"{pointer}/{_escape(key)}", value, not names and key in NAMED_SUBSCHEMAS)
                 for key, value in node.items()
                 if names or key not in _VALUES
             ]
+
+
+class _Patterns:
+    """The different patterns of a schema folder, refused past the sizes the matcher can hold."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[str, int] = {}
+        self.total = 0
+
+    def add(self, pattern: str, where: str) -> None:
+        """Count `pattern`, found at `where`; raise SchemaTreeError past one of the limits."""
+        if pattern in self.sizes:
+            return
+        shown = pattern if len(pattern) <= _SHOWN else pattern[:_SHOWN] + "…"
+        try:
+            size = _pattern_size(_parser.parse(pattern), MAX_PATTERN_SIZE)
+        except re.error:  # jsonschema's check of the file refuses it next, naming why
+            return
+        except OverflowError:  # a repeat count over 2**32 - 1, which `re` cannot hold
+            size = MAX_PATTERN_SIZE + 1
+        except RecursionError:
+            raise SchemaTreeError(
+                f"{where}: the pattern {shown!r} nests its groups too deeply to be read"
+            ) from None
+        if size > MAX_PATTERN_SIZE:
+            raise SchemaTreeError(
+                f"{where}: the pattern {shown!r} repeats too much: written out, a pattern may "
+                f"come to at most {MAX_PATTERN_SIZE:,} characters, classes and groups"
+            )
+        if len(self.sizes) == MAX_FOLDER_PATTERNS:
+            raise SchemaTreeError(
+                f"{where}: a schema folder may hold at most {MAX_FOLDER_PATTERNS:,} different "
+                "patterns"
+            )
+        if self.total + size > MAX_FOLDER_PATTERN_SIZE:
+            raise SchemaTreeError(
+                f"{where}: the folder's patterns repeat too much together: written out, they "
+                f"may come to at most {MAX_FOLDER_PATTERN_SIZE:,} characters, classes and groups"
+            )
+        self.sizes[pattern] = size
+        self.total += size
+
+
+def _pattern_size(items: Any, limit: int) -> int:
+    """How large parsed pattern `items` is with its repeats written out, or `limit` + 1 if larger.
+
+    `items` is what `re._parser.parse` returns; see MAX_PATTERN_SIZE. A repeat
+    of no count (`{0}`) counts as one: its body is compiled all the same.
+    Raises RecursionError for groups nested past Python's recursion limit.
+    """
+    size = 0
+    for operation, argument in items:
+        if operation in _REPEATS:
+            low, high, body = argument
+            count = low if high == _constants.MAXREPEAT else high
+            size += max(count, 1) * _pattern_size(body, limit)
+        elif operation is _constants.SUBPATTERN:
+            size += 1 + _pattern_size(argument[3], limit)
+        elif operation is _constants.BRANCH:
+            size += 1 + sum(_pattern_size(branch, limit) for branch in argument[1])
+        elif operation is _constants.ATOMIC_GROUP:
+            size += 1 + _pattern_size(argument, limit)
+        elif operation in (_constants.ASSERT, _constants.ASSERT_NOT):
+            size += 1 + _pattern_size(argument[1], limit)
+        elif operation is _constants.GROUPREF_EXISTS:
+            _, yes, no = argument
+            size += 1 + _pattern_size(yes, limit) + (_pattern_size(no, limit) if no else 0)
+        else:
+            size += 1
+        if size > limit:  # past it, the exact size does not matter: keep the numbers small
+            return limit + 1
+    return size
+
+
+_REPEATS = (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT)

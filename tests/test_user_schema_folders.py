@@ -19,6 +19,9 @@ import pytest
 from commands import cli
 
 from plancontracts.codegen.schemas import (
+    MAX_FOLDER_PATTERN_SIZE,
+    MAX_FOLDER_PATTERNS,
+    MAX_PATTERN_SIZE,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_FILE_BYTES,
     SchemaTree,
@@ -251,3 +254,142 @@ def test_a_file_over_the_cap_is_refused_unread(tmp_path: Path) -> None:
     folder = folder_of(tmp_path, huge)
     line = refused(folder, tmp_path)
     assert line.endswith(f"fam/thing.json: holds more than {MAX_SCHEMA_FILE_BYTES} bytes")
+
+
+# Hostile patterns and numbers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "thing",
+    [
+        {"type": "string", "pattern": "a{4294967295}"},
+        {"type": "array", "contains": {"pattern": "a{4294967295}"}},
+        {"type": "object", "patternProperties": {"^x{4294967295}$": {}}},
+    ],
+    ids=["pattern", "inside contains", "patternProperties"],
+)
+def test_a_repeat_count_past_what_re_holds_is_refused_in_one_line(
+    thing: dict[str, Any], tmp_path: Path
+) -> None:
+    # `re` raised OverflowError inside jsonschema's check of the schema: a traceback.
+    folder = folder_of(tmp_path, thing)
+    line = refused(folder, tmp_path)
+    assert line.startswith(f"plancontracts: error: --schemas {folder}: fam/thing.json#/")
+    assert f"may come to at most {MAX_PATTERN_SIZE:,} characters" in line
+    out = tmp_path / "kitchen" / "models"
+    done = cli(
+        "generate", "--schemas", str(folder), "--out", str(out), "--package", "kitchen.models"
+    )
+    assert (done.returncode, done.stdout, len(done.stderr.splitlines())) == (2, "", 1)
+    assert f"may come to at most {MAX_PATTERN_SIZE:,} characters" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "pattern", ["a{10001}", "^(a{101}){100}$", "((a{1000}){1000}){1000}", "(?:ab){0,5001}"]
+)
+def test_a_pattern_that_repeats_past_the_cap_is_refused_uncompiled(
+    pattern: str, tmp_path: Path
+) -> None:
+    # `regex` writes repeats out when compiling: `a{10000000}` took 2 GB, these more.
+    folder = folder_of(tmp_path, {"type": "string", "pattern": pattern})
+    assert refused(folder, tmp_path).endswith(
+        f"fam/thing.json#/pattern: the pattern {pattern!r} repeats too much: written out, "
+        f"a pattern may come to at most {MAX_PATTERN_SIZE:,} characters, classes and groups"
+    )
+
+
+def test_a_pattern_that_repeats_to_the_cap_is_judged(tmp_path: Path) -> None:
+    folder = folder_of(tmp_path, {"type": "string", "pattern": "^a{9998}$"})
+    assert judged(folder, tmp_path, "a" * 9998)[0] == 0
+    assert judged(folder, tmp_path, "a" * 9997)[0] == 1
+
+
+def test_the_folder_s_patterns_are_capped_together(tmp_path: Path) -> None:
+    # Each one under the cap, but the matcher keeps 512 compiled patterns at once.
+    count = MAX_FOLDER_PATTERN_SIZE // MAX_PATTERN_SIZE + 1
+    properties = {f"p{n}": {"type": "string", "pattern": f"^{n}a{{9990}}"} for n in range(count)}
+    folder = folder_of(tmp_path, {"type": "object", "properties": properties})
+    assert refused(folder, tmp_path).endswith(
+        "the folder's patterns repeat too much together: written out, they may come to at "
+        f"most {MAX_FOLDER_PATTERN_SIZE:,} characters, classes and groups"
+    )
+
+
+def test_a_folder_of_too_many_patterns_is_refused(tmp_path: Path) -> None:
+    # 90,000 patternProperties took 42 s per document, then blamed a harmless pattern.
+    named = {f"^k{n}$": {"type": "integer"} for n in range(MAX_FOLDER_PATTERNS + 1)}
+    folder = folder_of(tmp_path, {"type": "object", "patternProperties": named})
+    assert refused(folder, tmp_path).endswith(
+        f"#/patternProperties/^k{MAX_FOLDER_PATTERNS}$: a schema folder may hold at most "
+        f"{MAX_FOLDER_PATTERNS:,} different patterns"
+    )
+
+
+def test_groups_nested_past_what_re_reads_are_refused_in_one_line(tmp_path: Path) -> None:
+    pattern = "(" * 5000 + "a" + ")" * 5000
+    folder = folder_of(tmp_path, {"type": "string", "pattern": pattern})
+    assert refused(folder, tmp_path).endswith("nests its groups too deeply to be read")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"const": ' + "9" * 5000 + "}", "an integer of 5000 digits; at most 4300 are read"),
+        ('{"const": -' + "9" * 5000 + "}", "an integer of 5000 digits; at most 4300 are read"),
+        ('{"const": NaN}', "cannot read as JSON: NaN is not a JSON number"),
+        ('{"enum": [Infinity]}', "cannot read as JSON: Infinity is not a JSON number"),
+        ('{"const": -Infinity}', "cannot read as JSON: -Infinity is not a JSON number"),
+        ('{"const": 1e400}', "the number 1e400 is too large for a float"),
+        ('{"type": "string", "type": "integer"}', "the key 'type' is written twice in one object"),
+    ],
+    ids=["long integer", "long negative", "NaN", "Infinity", "-Infinity", "1e400", "twice"],
+)
+def test_a_schema_file_that_is_not_strict_json_is_refused_in_one_line(
+    text: str, message: str, tmp_path: Path
+) -> None:
+    # Python's json took NaN and Infinity, which `generate` copied into schemas/*.json, kept
+    # the last of two keys, and raised ValueError past 4,300 digits.
+    body = text.removeprefix("{").removesuffix("}")
+    head = f'"$schema": "{DRAFT}", "$id": "https://example.org/lib.json"'
+    folder = folder_of(tmp_path, {"type": "object"}, **{"lib.json": f"{{{head}, {body}}}"})
+    assert refused(folder, tmp_path).endswith(f"--schemas {folder}: lib.json: {message}")
+
+
+# $id ------------------------------------------------------------------------------------
+
+
+def test_an_id_inside_a_schema_is_refused(tmp_path: Path) -> None:
+    # Its `$ref` means other/x.json (an integer); bundling followed fam/x.json (a string).
+    folder = folder_of(
+        tmp_path,
+        {"type": "object", "properties": {"a": {"$id": "https://ex.org/other/", "$ref": "x.json"}}},
+    )
+    (folder / "other").mkdir()
+    for family, kind in (("fam", "string"), ("other", "integer")):
+        text = json.dumps(
+            {"$schema": DRAFT, "$id": f"https://ex.org/{family}/x.json", "type": kind}
+        )
+        (folder / family / "x.json").write_text(text, encoding="utf-8")
+    thing = json.loads((folder / "fam" / "thing.json").read_text())
+    thing["$id"] = "https://ex.org/fam/thing.json"
+    (folder / "fam" / "thing.json").write_text(json.dumps(thing), encoding="utf-8")
+    assert refused(folder, tmp_path).endswith(
+        "fam/thing.json#/properties/a: an `$id` inside a schema is not read: "
+        "give the definition its own file"
+    )
+    with pytest.raises(SchemaTreeError):
+        SchemaTree(folder).family_bundle("fam")
+
+
+@pytest.mark.parametrize("uri", ["urn:example:thing", "https://example.org/thing.json#"])
+def test_a_fragment_reference_resolves_whatever_the_id(uri: str, tmp_path: Path) -> None:
+    thing = {
+        "$id": uri,
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/s"}},
+        "$defs": {"s": {"type": "string"}},
+    }
+    folder = folder_of(tmp_path, thing)
+    assert judged(folder, tmp_path, {"a": "x"})[0] == 0
+    status, out, _ = judged(folder, tmp_path, {"a": 5})
+    assert (status, out[1]) == (1, "  /a: expected a string, got an integer")
