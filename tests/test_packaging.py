@@ -220,5 +220,12 @@ def test_in_the_core_install_a_command_names_its_missing_extra(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         f"plancontracts: error: {arguments[0]} needs the {extra} extra, which is not installed "
-        f"(no module {missing}): pip install 'plancontracts[{extra}]'\n"
+        f"(no module {missing}): pip install 'plancontracts[{extra}]'"
+        + (
+            ", or give --server URL (or $PLANCONTRACTS_SERVER) to use a model server"
+            " with the served extra"
+            if extra == "model"
+            else ""
+        )
+        + "\n"
     )
