@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     import argparse
     from types import FrameType
 
+    from ..commandkit import Stopped
+
 __all__ = ["main"]
 
 # The signals that stop a command besides Ctrl-C, which Python already turns
@@ -51,14 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # handler is gone: the kit may be half imported, so the line is
         # written here, as `commandkit.say` writes it.
         except (KeyboardInterrupt, _StoppedEarly, RuntimeError) as error:
-            stop = _unwrapped(error)
-            if isinstance(stop, KeyboardInterrupt):
-                _stopping()
-                return _said("interrupted", 130)
-            if isinstance(stop, _StoppedEarly):
-                _stopping()
-                return _said(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
-            raise
+            ending = _stop_of(error, _StoppedEarly)
+            if ending is None:
+                raise
+            _stopping()
+            return _said(*ending)
 
 
 @contextmanager
@@ -148,6 +147,22 @@ def _unwrapped(error: BaseException) -> BaseException:
     return error
 
 
+def _stop_of(
+    error: BaseException, signalled: type[_StoppedEarly] | type[Stopped]
+) -> tuple[str, int] | None:
+    """The line and exit status of the stop signal behind `error`; None when it is none.
+
+    `signalled` is the exception a SIGTERM or SIGHUP raises at this point:
+    `_StoppedEarly` while the commands import, the command kit's `Stopped` after.
+    """
+    stop = _unwrapped(error)
+    if isinstance(stop, KeyboardInterrupt):
+        return "interrupted", 130
+    if isinstance(stop, signalled):
+        return f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum
+    return None
+
+
 def _said(why: str, status: int) -> int:
     """Write `plancontracts: why` on standard error, if there is one, and return `status`."""
     if sys.stderr is not None:
@@ -203,14 +218,11 @@ def _run(argv: Sequence[str] | None) -> int:
         _settle_standard_output()
         return EXIT_INVALID
     except (KeyboardInterrupt, Stopped, RuntimeError) as error:
-        stop = _unwrapped(error)
-        if isinstance(stop, KeyboardInterrupt):
-            _stopping()
-            return stopped("interrupted", 130)
-        if isinstance(stop, Stopped):
-            _stopping()
-            return stopped(f"stopped by {signal.Signals(stop.signum).name}", 128 + stop.signum)
-        raise
+        ending = _stop_of(error, Stopped)
+        if ending is None:
+            raise
+        _stopping()
+        return stopped(*ending)
 
 
 def _settle_standard_output() -> None:
