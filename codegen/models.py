@@ -41,7 +41,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from plancontracts.codegen.schemas import JSONSchema, SchemaTreeError, walk
+from plancontracts.runtime.core.errors import UnusableSchema
+from plancontracts.runtime.core.schema_tree import JSONSchema, walk
 
 # Keywords that carry no validation, or that the generated models enforce
 # wherever they appear.
@@ -124,7 +125,7 @@ def generate_module(bundle: JSONSchema, family: str, header: str, roots: Sequenc
 
     `roots` are the class names of the family's contracts (`$defs` keys of
     `bundle`): each root class is named so, whatever name it shares with what
-    the module uses (`Struct`, `Any`, `Model`). Raises `SchemaTreeError` for a
+    the module uses (`Struct`, `Any`, `Model`). Raises `UnusableSchema` for a
     schema the models cannot express.
     """
     source, metadata = _run_generator(bundle, family)
@@ -162,7 +163,7 @@ def _import_privately(tree: ast.Module) -> None:
     for statement in tree.body:
         if isinstance(statement, ast.ImportFrom) and statement.module != "__future__":
             if statement.level or statement.module is None:
-                raise SchemaTreeError("the model generator wrote a relative import")
+                raise UnusableSchema("the model generator wrote a relative import")
             for alias in statement.names:
                 sources[alias.asname or alias.name] = (statement.module, alias.name)
             continue
@@ -206,7 +207,7 @@ def _qualify_shadowed_builtins(tree: ast.Module) -> None:
     msgspec resolves a struct's annotations with the struct's own names first,
     and a default such as `field(default_factory=list)` is read in the class
     body: a property named `list` or `str` would otherwise stand for the
-    builtin there. Raises `SchemaTreeError` if a field would shadow one of the
+    builtin there. Raises `UnusableSchema` if a field would shadow one of the
     module's own types, which cannot happen for generated names (fields are
     snake_case, types PascalCase) but would silently change a type if it did.
     """
@@ -250,7 +251,7 @@ class _Builtins(ast.NodeTransformer):
         if node.id not in self.shadowed:
             return node
         if not hasattr(builtins, node.id):
-            raise SchemaTreeError(f"{self.owner}: the field {node.id} hides the type {node.id}")
+            raise UnusableSchema(f"{self.owner}: the field {node.id} hides the type {node.id}")
         self.used = True
         return ast.copy_location(
             ast.Attribute(value=ast.Name(_private("builtins"), ast.Load()), attr=node.id), node
@@ -274,10 +275,10 @@ def _name_roots(tree: ast.Module, roots: Sequence[str], metadata: dict[str, list
     for root in roots:
         name = generated.get(("$defs", root))
         if name is None or name not in defined:
-            raise SchemaTreeError(f"{root}: the model generator wrote no type for it")
+            raise UnusableSchema(f"{root}: the model generator wrote no type for it")
         if name != root:
             if root in defined:
-                raise SchemaTreeError(f"{root}: two types of the family would be named {root}")
+                raise UnusableSchema(f"{root}: two types of the family would be named {root}")
             renames[name] = root
     if renames:
         _Rename(renames).visit(tree)
@@ -329,7 +330,7 @@ def _run_generator(bundle: JSONSchema, family: str) -> tuple[str, dict[str, list
             )
         metadata = json.loads(metadata_path.read_text(encoding="utf-8"))
     if not isinstance(source, str):
-        raise SchemaTreeError(f"{family}: the model generator produced more than one module")
+        raise UnusableSchema(f"{family}: the model generator produced more than one module")
     paths = {model["class_name"]: model["source_path"] for model in metadata["models"]}
     return source, paths
 
@@ -346,18 +347,18 @@ def _is_placeholder_root(statement: ast.stmt) -> bool:
 
 def _schema_of(class_name: str, metadata: dict[str, list[str]], bundle: JSONSchema) -> JSONSchema:
     if class_name not in metadata:
-        raise SchemaTreeError(f"generated class {class_name} has no source schema")
+        raise UnusableSchema(f"generated class {class_name} has no source schema")
     node: Any = bundle
     for token in metadata[class_name]:
         node = node[token]
     if not isinstance(node, dict):
-        raise SchemaTreeError(f"generated class {class_name} comes from a non-schema")
+        raise UnusableSchema(f"generated class {class_name} comes from a non-schema")
     return node
 
 
 def _shape_struct(cls: ast.ClassDef, schema: JSONSchema, source: str) -> None:
     if schema.get("additionalProperties") is not False:
-        raise SchemaTreeError(
+        raise UnusableSchema(
             f"{cls.name}: an object with named properties must say "
             '"additionalProperties": false, so that unknown keys are errors'
         )
@@ -373,7 +374,7 @@ def _shape_struct(cls: ast.ClassDef, schema: JSONSchema, source: str) -> None:
     ]
     for _, json_name in fields:
         if json_name not in properties:
-            raise SchemaTreeError(f"{cls.name}.{json_name}: no such property")
+            raise UnusableSchema(f"{cls.name}.{json_name}: no such property")
     names = _unique_python_names([json_name for _, json_name in fields])
     for (statement, json_name), name in zip(fields, names, strict=True):
         assert isinstance(statement.target, ast.Name)
@@ -388,7 +389,7 @@ def _shape_struct(cls: ast.ClassDef, schema: JSONSchema, source: str) -> None:
 def _is_frozen(class_name: str, schema: JSONSchema) -> bool:
     frozen = schema.get("x-frozen", False)
     if not isinstance(frozen, bool):
-        raise SchemaTreeError(f"{class_name}: `x-frozen` must be true or false, not {frozen!r}")
+        raise UnusableSchema(f"{class_name}: `x-frozen` must be true or false, not {frozen!r}")
     return frozen
 
 
@@ -408,7 +409,7 @@ def _freeze(cls: ast.ClassDef) -> None:
             for kw in call.keywords:
                 if kw.arg == "default_factory" and isinstance(kw.value, ast.Name):
                     if kw.value.id != "list":
-                        raise SchemaTreeError(f"{cls.name}: a frozen object has no map defaults")
+                        raise UnusableSchema(f"{cls.name}: a frozen object has no map defaults")
                     kw.arg, kw.value = "default", ast.Tuple(elts=[], ctx=ast.Load())
             if len(call.keywords) == 1 and call.keywords[0].arg == "default":
                 statement.value = call.keywords[0].value  # `field(default=())` reads as `= ()`
@@ -449,11 +450,9 @@ def _check_frozen(tree: ast.Module) -> None:
                     continue
                 seen.add(node.id)
                 if node.id in _MUTABLE:
-                    raise SchemaTreeError(
-                        f"{name}: a frozen object cannot hold a mutable {node.id}"
-                    )
+                    raise UnusableSchema(f"{name}: a frozen object cannot hold a mutable {node.id}")
                 if node.id in classes and node.id not in frozen:
-                    raise SchemaTreeError(
+                    raise UnusableSchema(
                         f'{name}: a frozen object holds {node.id}, which is not: mark it "x-frozen"'
                     )
                 if node.id in aliases:
@@ -522,13 +521,13 @@ def _set_field_keyword(statement: ast.AnnAssign, arg: str, value: ast.expr) -> N
 def _set_default(statement: ast.AnnAssign, default: Any, where: str) -> None:
     if isinstance(default, list | dict):
         if default:
-            raise SchemaTreeError(f"{where}: only empty lists and objects can be defaults")
+            raise UnusableSchema(f"{where}: only empty lists and objects can be defaults")
         value: ast.expr = ast.Name("list" if isinstance(default, list) else "dict")
         arg = "default_factory"
     elif default is None or isinstance(default, str | int | float | bool):
         value, arg = ast.Constant(default), "default"
     else:
-        raise SchemaTreeError(f"{where}: unsupported default {default!r}")
+        raise UnusableSchema(f"{where}: unsupported default {default!r}")
     if isinstance(statement.value, ast.Call) and isinstance(statement.value.func, ast.Name):
         keywords = statement.value.keywords
         keep = [kw for kw in keywords if kw.arg not in ("default", "default_factory")]
@@ -602,5 +601,5 @@ def _ruff(arguments: list[str], stdin: str) -> str:
     command = [sys.executable, "-m", "ruff", *arguments]
     done = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SchemaTreeError(f"ruff {arguments[0]} failed on generated code: {done.stderr}")
+        raise UnusableSchema(f"ruff {arguments[0]} failed on generated code: {done.stderr}")
     return done.stdout

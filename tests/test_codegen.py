@@ -28,7 +28,6 @@ from user_schemas import RECIPE, write_user_schemas
 from plancontracts import generated
 from plancontracts.codegen import generate
 from plancontracts.codegen.models import python_name, rules_beyond_types
-from plancontracts.codegen.schemas import SchemaTree, SchemaTreeError, constant_name, module_name
 from plancontracts.generated import (
     goal_plans,
     planning_blocks,
@@ -36,6 +35,8 @@ from plancontracts.generated import (
     story_packages,
     tool_plans,
 )
+from plancontracts.runtime.core.errors import UnusableSchema
+from plancontracts.runtime.core.schema_tree import SchemaTree, constant_name, module_name
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = [goal_plans, planning_blocks, session_plans, story_packages, tool_plans]
@@ -174,7 +175,7 @@ def test_an_open_object_is_refused_by_the_generator(project: Path) -> None:
     del schema["$defs"]["GoalStep"]["additionalProperties"]
     path.write_text(json.dumps(schema))
     with pytest.raises(
-        SchemaTreeError,
+        UnusableSchema,
         match='GoalStep: an object with named properties must say "additionalProperties": false',
     ):
         generate.render(project / "schemas")
@@ -253,7 +254,7 @@ def test_a_frozen_object_holding_one_that_is_not_frozen_is_refused(project: Path
         lambda schema: schema["$defs"]["PlanStep"].pop("x-frozen"),
     )
     message = 'SessionPlan: a frozen object holds PlanStep, which is not: mark it "x-frozen"'
-    with pytest.raises(SchemaTreeError, match=re.escape(message)):
+    with pytest.raises(UnusableSchema, match=re.escape(message)):
         generate.render(project / "schemas")
 
 
@@ -266,7 +267,7 @@ def test_a_frozen_object_holding_a_map_is_refused(project: Path) -> None:
 
     _edit_schema(project, "session-plans/session-plan.json", add_map)
     with pytest.raises(
-        SchemaTreeError, match="SessionPlan: a frozen object cannot hold a mutable dict"
+        UnusableSchema, match="SessionPlan: a frozen object cannot hold a mutable dict"
     ):
         generate.render(project / "schemas")
 
@@ -276,7 +277,7 @@ def test_x_frozen_is_true_or_false(project: Path) -> None:
         schema["x-frozen"] = "yes"
 
     _edit_schema(project, "session-plans/session-read-plan.json", mark)
-    with pytest.raises(SchemaTreeError, match="SessionReadPlan: `x-frozen` must be true or false"):
+    with pytest.raises(UnusableSchema, match="SessionReadPlan: `x-frozen` must be true or false"):
         generate.render(project / "schemas")
 
 
@@ -456,7 +457,7 @@ def test_names_and_schemas_that_break_the_tree_rules_are_refused(
     tmp_path: Path, files: dict[str, str], message: str
 ) -> None:
     folder = break_schemas(tmp_path / "schemas", files)
-    with pytest.raises(SchemaTreeError) as raised:
+    with pytest.raises(UnusableSchema) as raised:
         SchemaTree(folder)
     assert str(raised.value).startswith(message)
 
@@ -479,7 +480,7 @@ def test_names_that_would_clash_in_the_generated_python_are_refused(
     tmp_path: Path, files: dict[str, str], message: str
 ) -> None:
     folder = break_schemas(tmp_path / "schemas", files)
-    with pytest.raises(SchemaTreeError, match="^" + re.escape(message) + "$"):
+    with pytest.raises(UnusableSchema, match="^" + re.escape(message) + "$"):
         generate.render(folder)
 
 

@@ -2,8 +2,9 @@
 
 The layers, from the bottom (docs/development.md#layers):
 
-- `generated` imports nothing of the project; `codegen` nothing but itself;
+- `generated` imports nothing of the project;
 - `runtime/core` imports `generated` only;
+- `codegen` imports `core` (the schema tree it reads) and `generated`;
 - `runtime/engine` and `runtime/model` import `core` (and, for the engine,
   the bundled skills' folder);
 - `runtime/commandkit`, the command kit, imports the layers below the families;
@@ -51,7 +52,7 @@ FOLDERS = {
 def allowed(layer: str) -> tuple[str, ...]:
     """The packages (relative to `plancontracts`) that a module of `layer` may import."""
     layers = {
-        "codegen": ("codegen",),
+        "codegen": ("codegen", "generated", "runtime.core"),
         "generated": ("generated",),
         "core": ("generated", "runtime.core"),
         "engine": ("generated", "runtime.core", "runtime.engine", "skills"),

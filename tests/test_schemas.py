@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from plancontracts import ContractError, contract_names, decode
-from plancontracts.codegen.schemas import SchemaTree, walk
+from plancontracts.runtime.core.schema_tree import SchemaTree, walk
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 TREE = SchemaTree(SCHEMAS)

@@ -32,10 +32,10 @@ from plancontracts import (
     root_type,
     violations,
 )
-from plancontracts.codegen.schemas import constant_name
 from plancontracts.generated import CONTRACTS
 from plancontracts.generated.planning_blocks import PlanningBlock
 from plancontracts.generated.tool_plans import DoneEvent, Plan, ToolEvent
+from plancontracts.runtime.core.schema_tree import constant_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAN_TEXT = json.dumps(contract_schema(PLAN)["examples"][0])

@@ -18,16 +18,16 @@ import jsonschema._utils
 import pytest
 from commands import cli
 
-from plancontracts.codegen.schemas import (
+from plancontracts.runtime.cli import commands
+from plancontracts.runtime.core.errors import UnusableSchema
+from plancontracts.runtime.core.schema_tree import (
     MAX_FOLDER_PATTERN_SIZE,
     MAX_FOLDER_PATTERNS,
     MAX_PATTERN_SIZE,
     MAX_SCHEMA_DEPTH,
     MAX_SCHEMA_FILE_BYTES,
     SchemaTree,
-    SchemaTreeError,
 )
-from plancontracts.runtime.cli import commands
 from plancontracts.runtime.core.validation import ContractSet
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -176,7 +176,7 @@ def test_no_reference_leaves_the_folder(
     folder = folder_of(tmp_path, {"type": "object", "properties": {"x": reference}})
     assert refused(folder, tmp_path).startswith(f"plancontracts: error: --schemas {folder}: fam/")
     # `generate` reads and bundles the folder the same way.
-    with pytest.raises(SchemaTreeError):
+    with pytest.raises(UnusableSchema):
         SchemaTree(folder).family_bundle("fam")
 
 
@@ -377,7 +377,7 @@ def test_an_id_inside_a_schema_is_refused(tmp_path: Path) -> None:
         "fam/thing.json#/properties/a: an `$id` inside a schema is not read: "
         "give the definition its own file"
     )
-    with pytest.raises(SchemaTreeError):
+    with pytest.raises(UnusableSchema):
         SchemaTree(folder).family_bundle("fam")
 
 

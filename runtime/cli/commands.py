@@ -35,7 +35,14 @@ from ..commandkit import (
     unreadable,
 )
 from ..core.contracts import contract_names, contract_schema
-from ..core.errors import ContractError, UsageError, Violation, Violations, printable
+from ..core.errors import (
+    ContractError,
+    UnusableSchema,
+    UsageError,
+    Violation,
+    Violations,
+    printable,
+)
 from ..core.rules import Rules
 from ..core.schema_text import schema_text
 from ..core.validation import BUNDLED, ContractSet, decode
@@ -166,7 +173,7 @@ def _schema_folder(folder: Path) -> ContractSet:
     Bundling needs only the schema tree, never the model generator. Raises
     `UsageError` for a folder the code generator could not read either.
     """
-    from ...codegen.schemas import SchemaTree, SchemaTreeError, walk
+    from ..core.schema_tree import SchemaTree, walk
 
     try:
         tree = SchemaTree(folder)
@@ -174,7 +181,7 @@ def _schema_folder(folder: Path) -> ContractSet:
         for name, bundle in bundles.items():
             for pointer, node in walk(bundle):
                 _check_patterns(node, f"{tree.contracts[name].path}#{pointer}")
-    except SchemaTreeError as error:
+    except UnusableSchema as error:
         raise UsageError(printable(f"--schemas {folder}: {error}")) from None
     return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
 
@@ -185,10 +192,9 @@ such as `^(a|a)*$` takes days on a string of 40 characters."""
 
 
 def _check_patterns(node: dict[str, Any], where: str) -> None:
-    """Raise SchemaTreeError for a pattern of `node` that the matcher cannot compile."""
+    """Raise UnusableSchema for a pattern of `node` that the matcher cannot compile."""
     import regex
 
-    from ...codegen.schemas import SchemaTreeError
     from ..core.patterns import compiled
 
     pattern = node.get("pattern")
@@ -198,7 +204,7 @@ def _check_patterns(node: dict[str, Any], where: str) -> None:
             compiled(each)
         except regex.error as error:
             problem = f"{where}: the pattern {each!r} cannot be used: {error}"
-            raise SchemaTreeError(problem) from None
+            raise UnusableSchema(problem) from None
 
 
 def _judge(
@@ -255,7 +261,6 @@ def _examples(args: argparse.Namespace, out: Output) -> int:
 def _generate(args: argparse.Namespace, out: Output) -> int:
     require_extra("codegen", "generate")
     from ...codegen import generate
-    from ...codegen.schemas import SchemaTreeError
 
     project = Path(generate.__file__).resolve().parent.parent
     schemas = args.schemas or project / "schemas"
@@ -270,7 +275,7 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
         changed = (generate.check if args.check else generate.write)(schemas, target)
     except generate.OutputFolderError as error:
         raise UsageError(printable(str(error))) from None
-    except SchemaTreeError as error:  # a folder it cannot use, as `validate --schemas` says
+    except UnusableSchema as error:  # a folder it cannot use, as `validate --schemas` says
         complain(f"{schemas}: {error}")
         return EXIT_USAGE
     if args.check:

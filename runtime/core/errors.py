@@ -21,6 +21,7 @@ re-export the ones their users catch:
     ├── ProtocolViolation               a tool script broke the tool protocol
     ├── ScriptFailure                   a script's function ends its run with ok false
     ├── UnusableScript (LookupError)    a `toolPath` that names no usable script
+    ├── UnusableSchema (ValueError)     a schema file or folder that cannot be read as contracts
     ├── TooLarge (ValueError)           a file larger than it may be
     ├── OutOfTime                       a schema's check ran past its deadline
     ├── StoreError                      a story database that cannot be used
@@ -357,6 +358,14 @@ class UnusableScript(PlanContractsError, LookupError):
         super().__init__(f"{tool_path}: {reason}")
         self.tool_path = tool_path
         self.reason = reason
+
+
+class UnusableSchema(PlanContractsError, ValueError):
+    """A schema file, folder or generated package that cannot be used as contracts.
+
+    The message is one line naming the file (and, inside it, the JSON Pointer)
+    and the rule it breaks.
+    """
 
 
 class TooLarge(PlanContractsError, ValueError):

@@ -98,7 +98,7 @@ class ContractSet:
         """A set of the contracts that `schemas` maps by name to their self-contained schemas.
 
         Each schema must be a valid draft 2020-12 schema whose references
-        all point into its own `$defs` (as `plancontracts.codegen.schemas`
+        all point into its own `$defs` (as `plancontracts.runtime.core.schema_tree`
         bundles them); it is read, never changed. `types` maps the contracts
         that have one to their generated type; `schema_only_rules` names the
         typed contracts whose schema checks more than their type can; `rules`

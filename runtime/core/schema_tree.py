@@ -32,6 +32,8 @@ from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
+from .errors import UnusableSchema
+
 JSONSchema = dict[str, Any]
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -71,10 +73,6 @@ _KINDS = {
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
 }
-
-
-class SchemaTreeError(Exception):
-    """The schema folder breaks a rule that bundling or code generation relies on."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +115,7 @@ class SchemaTree:
 
     def __init__(self, root: Path) -> None:
         if not root.is_dir():
-            raise SchemaTreeError("is not a folder" if root.exists() else "no such folder")
+            raise UnusableSchema("is not a folder" if root.exists() else "no such folder")
         self.root = root
         self.documents: dict[str, JSONSchema] = {}
         self.paths: dict[str, Path] = {}
@@ -131,14 +129,14 @@ class SchemaTree:
             document = _parse_schema_file(data, relative)
             uri = document.get("$id")
             if not isinstance(uri, str) or not uri:
-                raise SchemaTreeError(f"{relative}: has no `$id`")
+                raise UnusableSchema(f"{relative}: has no `$id`")
             # `https://ex.org/a.json#` names the document `https://ex.org/a.json`, which its
             # references `a.json#/$defs/x` name once their empty fragment is taken off.
             uri = uri.removesuffix("#")
             if document.get("$schema") != DRAFT_2020_12:
-                raise SchemaTreeError(f"{relative}: `$schema` must be {DRAFT_2020_12}")
+                raise UnusableSchema(f"{relative}: `$schema` must be {DRAFT_2020_12}")
             if uri in self.documents:
-                raise SchemaTreeError(f"{relative}: `$id` {uri} is used twice")
+                raise UnusableSchema(f"{relative}: `$id` {uri} is used twice")
             # Before jsonschema's check, which compiles every pattern with `re`: a repeat count
             # over 2**32 - 1 raises OverflowError there, not the SchemaError it reports.
             _check_keywords(document, relative, patterns)
@@ -147,24 +145,24 @@ class SchemaTree:
             self.paths[uri] = relative
             if "type" in document or "oneOf" in document:
                 if len(relative.parts) != 2:
-                    raise SchemaTreeError(
+                    raise UnusableSchema(
                         f"{relative}: a contract must sit in a family folder, one level deep"
                     )
                 name = path.stem
                 for kind, word in (("contract", name), ("family folder", relative.parts[0])):
                     if not _NAME.fullmatch(word):
-                        raise SchemaTreeError(
+                        raise UnusableSchema(
                             f"{relative}: {kind} name {word!r} must be lower-case words "
                             "joined by hyphens, such as tool-event"
                         )
                 if name in contracts:
-                    raise SchemaTreeError(
+                    raise UnusableSchema(
                         f"{relative}: contract name {name!r} is used twice, "
                         f"by {contracts[name].path} too"
                     )
                 contracts[name] = Contract(name, relative.parts[0], relative, uri, document)
         if not contracts:
-            raise SchemaTreeError("holds no contract")
+            raise UnusableSchema("holds no contract")
         self.contracts = dict(sorted(contracts.items()))
 
     def families(self) -> dict[str, list[Contract]]:
@@ -200,7 +198,7 @@ class SchemaTree:
 
         The pointer is percent-decoded, as a URI fragment is (RFC 6901,
         section 6); its tokens keep their `~0` and `~1` escapes. Raises
-        SchemaTreeError when the reference names no file of the folder: none
+        UnusableSchema when the reference names no file of the folder: none
         is read or fetched from anywhere else.
         """
         try:
@@ -209,9 +207,9 @@ class SchemaTree:
             whole = base + reference if reference.startswith("#") else urljoin(base, reference)
             uri, fragment = urldefrag(whole)
         except ValueError as error:  # a URI that cannot be parsed, such as `http://[`
-            raise SchemaTreeError(f"{self.paths[base]}: `$ref` {reference!r}: {error}") from None
+            raise UnusableSchema(f"{self.paths[base]}: `$ref` {reference!r}: {error}") from None
         if uri not in self.documents:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{self.paths[base]}: `$ref` {reference!r} names no schema file of the folder"
             )
         return uri, unquote(fragment)
@@ -255,7 +253,7 @@ class _Bundler:
         name = self._name(uri, pointer)
         if name in self.origin:
             if self.origin[name] != (uri, pointer):
-                raise SchemaTreeError(
+                raise UnusableSchema(
                     f"two definitions would both be bundled as {name!r}: "
                     f"{self.tree.paths[self.origin[name][0]]}#{self.origin[name][1]} and "
                     f"{self.tree.paths[uri]}#{pointer}; rename one"
@@ -274,7 +272,7 @@ class _Bundler:
             return pascal_case(self.tree.paths[uri].stem)
         parts = pointer.split("/")
         if len(parts) != 3 or parts[:2] != ["", "$defs"]:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{self.tree.paths[uri]}#{pointer}: references must name a whole file "
                 "or one entry of its `$defs`"
             )
@@ -285,10 +283,10 @@ def _follow(document: JSONSchema, pointer: str, path: Path) -> JSONSchema:
     node: Any = document
     for token in map(_unescape, pointer.split("/")[1:]):
         if not isinstance(node, dict) or token not in node:
-            raise SchemaTreeError(f"{path}#{pointer}: no such definition")
+            raise UnusableSchema(f"{path}#{pointer}: no such definition")
         node = node[token]
     if not isinstance(node, dict):
-        raise SchemaTreeError(f"{path}#{pointer}: is not a schema")
+        raise UnusableSchema(f"{path}#{pointer}: is not a schema")
     return node
 
 
@@ -303,7 +301,7 @@ def _check_schema(document: JSONSchema, relative: Path) -> None:
     except SchemaError as error:
         where = "".join(f"/{_escape(str(token))}" for token in error.absolute_path)
         message = error.message if len(error.message) <= _SHOWN else error.message[:_SHOWN] + "…"
-        raise SchemaTreeError(f"{relative}#{where}: not a valid JSON Schema: {message}") from None
+        raise UnusableSchema(f"{relative}#{where}: not a valid JSON Schema: {message}") from None
 
 
 def walk(schema: Any, pointer: str = "") -> Iterator[tuple[str, JSONSchema]]:
@@ -341,64 +339,64 @@ def _read_schema_file(root: Path, path: Path, relative: Path, limit: int) -> byt
 
     A FIFO, a device or a folder is refused before it is opened for reading
     (opening a FIFO waits for a writer; /dev/zero never ends), and so is a
-    symbolic link that leaves the folder. Raises SchemaTreeError naming why.
+    symbolic link that leaves the folder. Raises UnusableSchema naming why.
     """
     try:
         real = path.resolve(strict=True)
         if not real.is_relative_to(root.resolve()):
-            raise SchemaTreeError(f"{relative}: is a symbolic link that leaves the folder")
+            raise UnusableSchema(f"{relative}: is a symbolic link that leaves the folder")
         _require_regular(os.stat(real).st_mode, relative)
         descriptor = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
         with open(descriptor, "rb") as file:
             _require_regular(os.fstat(descriptor).st_mode, relative)  # replaced in between?
             data = file.read(limit + 1)
     except RuntimeError:  # how Python before 3.13 reports a loop of symbolic links
-        raise SchemaTreeError(f"{relative}: is a loop of symbolic links") from None
+        raise UnusableSchema(f"{relative}: is a loop of symbolic links") from None
     except OSError as error:
-        raise SchemaTreeError(f"{relative}: cannot read: {error.strerror or error}") from None
+        raise UnusableSchema(f"{relative}: cannot read: {error.strerror or error}") from None
     if len(data) > limit:
         whole = " (with the files before it)" if limit < MAX_SCHEMA_FILE_BYTES else ""
-        raise SchemaTreeError(f"{relative}: holds more than {limit} bytes{whole}")
+        raise UnusableSchema(f"{relative}: holds more than {limit} bytes{whole}")
     return data
 
 
 def _require_regular(mode: int, relative: Path) -> None:
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
-        raise SchemaTreeError(f"{relative}: is not a regular file ({kind})")
+        raise UnusableSchema(f"{relative}: is not a regular file ({kind})")
 
 
 def _parse_schema_file(data: bytes, relative: Path) -> JSONSchema:
     """One schema file's JSON object, read as strictly as a document is.
 
-    Raises SchemaTreeError if it is none, nests too deeply, writes one key twice
+    Raises UnusableSchema if it is none, nests too deeply, writes one key twice
     in an object (Python's json keeps the last, other tools the first), or
     holds a number that is not JSON: `NaN`, `Infinity`, a number too large for
     a float (`1e400`), or an integer of more digits than Python converts.
     """
     if _nesting(data) > MAX_SCHEMA_DEPTH:
-        raise SchemaTreeError(f"{relative}: nests more than {MAX_SCHEMA_DEPTH} levels deep")
+        raise UnusableSchema(f"{relative}: nests more than {MAX_SCHEMA_DEPTH} levels deep")
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) < len(pairs):
             twice = next(key for index, (key, _) in enumerate(pairs) if key in dict(pairs[:index]))
-            raise SchemaTreeError(f"{relative}: the key {twice!r} is written twice in one object")
+            raise UnusableSchema(f"{relative}: the key {twice!r} is written twice in one object")
         return result
 
     def not_json(constant: str) -> Any:
-        raise SchemaTreeError(f"{relative}: cannot read as JSON: {constant} is not a JSON number")
+        raise UnusableSchema(f"{relative}: cannot read as JSON: {constant} is not a JSON number")
 
     def finite(text: str) -> float:
         number = float(text)
         if not math.isfinite(number):
-            raise SchemaTreeError(f"{relative}: the number {text} is too large for a float")
+            raise UnusableSchema(f"{relative}: the number {text} is too large for a float")
         return number
 
     def integer(text: str) -> int:
         digits = len(text.lstrip("-"))
         if digits > sys.get_int_max_str_digits() > 0:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{relative}: an integer of {digits} digits; "
                 f"at most {sys.get_int_max_str_digits()} are read"
             )
@@ -413,9 +411,9 @@ def _parse_schema_file(data: bytes, relative: Path) -> JSONSchema:
             parse_int=integer,
         )
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SchemaTreeError(f"{relative}: cannot read as JSON: {error}") from None
+        raise UnusableSchema(f"{relative}: cannot read as JSON: {error}") from None
     if not isinstance(document, dict):
-        raise SchemaTreeError(f"{relative}: a schema file must hold a JSON object")
+        raise UnusableSchema(f"{relative}: a schema file must hold a JSON object")
     return document
 
 
@@ -447,11 +445,11 @@ def _check_keywords(document: JSONSchema, relative: Path, patterns: _Patterns) -
         where = f"{relative}#{pointer}"
         for keyword, instead in _REFUSED_KEYWORDS.items():
             if keyword in node:
-                raise SchemaTreeError(f"{where}: `{keyword}` is not supported: {instead}")
+                raise UnusableSchema(f"{where}: `{keyword}` is not supported: {instead}")
         # An `$id` inside a file would be the base of the references below it; bundling
         # resolves every reference against its file's `$id`, and would follow the wrong one.
         if "$id" in node and pointer:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{where}: an `$id` inside a schema is not read: give the definition its own file"
             )
         pattern = node.get("pattern")
@@ -494,7 +492,7 @@ class _Patterns:
         self.total = 0
 
     def add(self, pattern: str, where: str) -> None:
-        """Count `pattern`, found at `where`; raise SchemaTreeError past one of the limits."""
+        """Count `pattern`, found at `where`; raise UnusableSchema past one of the limits."""
         if pattern in self.sizes:
             return
         shown = pattern if len(pattern) <= _SHOWN else pattern[:_SHOWN] + "…"
@@ -505,21 +503,21 @@ class _Patterns:
         except OverflowError:  # a repeat count over 2**32 - 1, which `re` cannot hold
             size = MAX_PATTERN_SIZE + 1
         except RecursionError:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{where}: the pattern {shown!r} nests its groups too deeply to be read"
             ) from None
         if size > MAX_PATTERN_SIZE:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{where}: the pattern {shown!r} repeats too much: written out, a pattern may "
                 f"come to at most {MAX_PATTERN_SIZE:,} characters, classes and groups"
             )
         if len(self.sizes) == MAX_FOLDER_PATTERNS:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{where}: a schema folder may hold at most {MAX_FOLDER_PATTERNS:,} different "
                 "patterns"
             )
         if self.total + size > MAX_FOLDER_PATTERN_SIZE:
-            raise SchemaTreeError(
+            raise UnusableSchema(
                 f"{where}: the folder's patterns repeat too much together: written out, they "
                 f"may come to at most {MAX_FOLDER_PATTERN_SIZE:,} characters, classes and groups"
             )
