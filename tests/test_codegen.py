@@ -742,3 +742,37 @@ def test_a_contract_whose_class_would_be_a_keyword_is_refused_in_one_line(
     [line] = result.stderr.strip().splitlines()
     assert line.endswith("a Python keyword; rename the contract"), line
     assert not (tmp_path / "o").exists()
+
+
+def test_the_generated_module_is_split_into_lines_once_whatever_its_field_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each field's JSON name is read from its line; splitting the whole module once per field
+    # made generation quadratic in the schema: 24 s of 42 for a 2 MB schema of 8,552 fields.
+    from plancontracts.codegen import models
+
+    splits = 0
+
+    class Source(str):
+        def splitlines(self, keepends: bool = False) -> list[str]:
+            nonlocal splits
+            splits += 1
+            return super().splitlines(keepends)
+
+    real = models._run_generator
+
+    def counted(bundle: dict[str, Any], family: str) -> tuple[str, dict[str, list[str]]]:
+        source, metadata = real(bundle, family)
+        return Source(source), metadata
+
+    monkeypatch.setattr(models, "_run_generator", counted)
+    properties = {f"field{index}": {"type": "integer"} for index in range(40)}
+    bundle = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {
+            "Thing": {"type": "object", "additionalProperties": False, "properties": properties}
+        },
+    }
+    module = models.generate_module(bundle, "fam", "", ["Thing"])
+    assert "field39: " in module
+    assert splits <= 1
