@@ -218,8 +218,8 @@ def type_check_view() -> Path:
     shutil.rmtree(view, ignore_errors=True)
     package = view / "plancontracts"
     package.mkdir(parents=True)
-    for name in ("__init__.py", "__main__.py", "py.typed"):
-        (package / name).symlink_to(ROOT / "plancontracts" / name)
+    for path in [*(ROOT / "plancontracts").glob("*.py"), ROOT / "plancontracts" / "py.typed"]:
+        (package / path.name).symlink_to(path)
     for name in ("codegen", "generated", "runtime"):
         (package / name).symlink_to(ROOT / name, target_is_directory=True)
     (package / "skills").mkdir()

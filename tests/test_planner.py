@@ -27,9 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from local_servers import serve
 from packaged_model import model_file
-from syrupy.assertion import SnapshotAssertion
 from tiers import examples_at_most
-from token_counts import with_token_count
 
 from plancontracts import check_plan
 from plancontracts.generated.tool_plans import (
@@ -40,6 +38,7 @@ from plancontracts.generated.tool_plans import (
     ToolInvocation,
     ToolResult,
 )
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.errors import GenerationFailed, NotAModel, UsageError
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model import ModelChoice, load_first_writer
@@ -377,17 +376,17 @@ def test_cancelling_from_trio_sets_the_stop(
 # The narrator's prompt -------------------------------------------------------------------
 
 
-def test_the_narrator_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+def test_the_narrator_prompt(prompt_snapshot: PromptSnapshot) -> None:
     messages = narrator_messages(
         "I light the torch and look around",
         bundled_skills(),
         disabled=["memory"],
         state={"torch": {"lit": False}},
     )
-    assert with_token_count(render_chat(messages, None)) == markdown_snapshot
+    assert render_chat(messages, None) == prompt_snapshot
 
 
-def test_the_replan_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+def test_the_replan_prompt(prompt_snapshot: PromptSnapshot) -> None:
     # A failed plan's first tool is quoted with its error; a message spread
     # over lines, as a script may write one, is put on one line.
     plan = Plan(
@@ -413,7 +412,7 @@ def test_the_replan_prompt(markdown_snapshot: SnapshotAssertion) -> None:
         state={"torch": {"lit": False}},
         failures=what_failed(record_of(plan, result)),
     )
-    assert with_token_count(render_chat(messages, None)) == markdown_snapshot
+    assert render_chat(messages, None) == prompt_snapshot
 
 
 Ended = Literal["failed", "timeout"]

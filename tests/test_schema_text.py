@@ -7,14 +7,14 @@ it with `pytest --snapshot-update` once the new text reads right.
 from __future__ import annotations
 
 import pytest
-from syrupy.assertion import SnapshotAssertion
 
 from plancontracts import contract_names, contract_schema, schema_text
+from plancontracts.pytest_plugin import PromptSnapshot
 
 
 @pytest.mark.parametrize("contract", contract_names())
-def test_schema_text(contract: str, markdown_snapshot: SnapshotAssertion) -> None:
-    assert schema_text(contract) == markdown_snapshot
+def test_schema_text(contract: str, prompt_snapshot: PromptSnapshot) -> None:
+    assert schema_text(contract) == prompt_snapshot.with_tokenizer(None)
 
 
 @pytest.mark.parametrize("contract", contract_names())

@@ -21,11 +21,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from packaged_model import model_file
 from schema_strategies import valid_documents
-from syrupy.assertion import SnapshotAssertion
-from token_counts import with_token_count
 
 from plancontracts import SESSION_PLAN, SESSION_SETUP_PLAN, decode
 from plancontracts.generated.session_plans import SessionPlan
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.errors import ContractError, GenerationFailed
 from plancontracts.runtime.core.sessions import ToolCall
 from plancontracts.runtime.core.validation import convert
@@ -150,7 +149,7 @@ def made(
     return ToolCall(tool, arguments, session.call(tool, arguments))
 
 
-def test_the_drive_prompt(markdown_snapshot: SnapshotAssertion) -> None:
+def test_the_drive_prompt(prompt_snapshot: PromptSnapshot) -> None:
     session = PlanSession()
     calls = [
         made(session, "planning_add_step", {"steps": [{"title": "List"}]}),
@@ -158,9 +157,7 @@ def test_the_drive_prompt(markdown_snapshot: SnapshotAssertion) -> None:
         made(session, "planning_mark_step", {"step_id": "S001", "status": "in_progress"}),
     ]
     messages = drive_messages(OBJECTIVE, calls, session.latest)
-    assert with_token_count(render_chat(messages, None, answer="Tool call JSON")) == (
-        markdown_snapshot
-    )
+    assert render_chat(messages, None, answer="Tool call JSON") == prompt_snapshot
 
 
 def test_the_prompt_keeps_only_the_last_calls() -> None:

@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 from commands import cli
 from jsonschema import Draft202012Validator
-from syrupy.assertion import SnapshotAssertion
-from token_counts import with_token_count
 
 from plancontracts.generated import FAMILIES
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.contracts import contract_names, contract_schema
 from plancontracts.runtime.core.schema_text import display_pattern
 from plancontracts.runtime.session_plans import PlanningStrategy, planning_section, tool_definitions
@@ -59,8 +58,8 @@ def entries(section: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=[s.value for s in STRATEGIES])
-def test_the_section(strategy: PlanningStrategy, markdown_snapshot: SnapshotAssertion) -> None:
-    assert with_token_count(planning_section(strategy)) == markdown_snapshot
+def test_the_section(strategy: PlanningStrategy, prompt_snapshot: PromptSnapshot) -> None:
+    assert planning_section(strategy) == prompt_snapshot
 
 
 def test_the_default_strategy_is_react() -> None:

@@ -23,12 +23,11 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
-from syrupy.assertion import SnapshotAssertion
 from tiers import examples_at_most
-from token_counts import with_token_count
 
 from plancontracts import STORY_PACKAGE, decode
 from plancontracts.generated.story_packages import AssetFile
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.errors import AssetGenerationError
 from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.runtime.model.chat import Message, render_chat
@@ -283,8 +282,8 @@ def test_a_build_renders_a_prompt_per_tool_and_for_refusals_and_repairs() -> Non
 
 @pytest.mark.slow  # builds from the simplest documents (SIMPLEST_COST)
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_build_prompt(kind: str, markdown_snapshot: SnapshotAssertion) -> None:
-    assert with_token_count(prompts_of_a_build()[kind]) == markdown_snapshot
+def test_the_build_prompt(kind: str, prompt_snapshot: PromptSnapshot) -> None:
+    assert prompts_of_a_build()[kind] == prompt_snapshot
 
 
 # With the packaged model --------------------------------------------------------------------

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from commands import cli
-from syrupy.assertion import SnapshotAssertion
 
 from plancontracts import STORY_PACKAGE, decode, violations
 from plancontracts.generated.story_packages import StoryPackage
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.rules import Rules
 from plancontracts.runtime.story_packages import dot, mermaid
 
@@ -296,12 +296,12 @@ def test_the_small_package_is_valid_under_every_rule() -> None:
     assert violations(STORY_PACKAGE, package()) == ()
 
 
-def test_mermaid_drawing(markdown_snapshot: SnapshotAssertion) -> None:
-    assert mermaid(typed(package())) == markdown_snapshot
+def test_mermaid_drawing(prompt_snapshot: PromptSnapshot) -> None:
+    assert mermaid(typed(package())) == prompt_snapshot.with_tokenizer(None)
 
 
-def test_dot_drawing(markdown_snapshot: SnapshotAssertion) -> None:
-    assert dot(typed(package())) == markdown_snapshot
+def test_dot_drawing(prompt_snapshot: PromptSnapshot) -> None:
+    assert dot(typed(package())) == prompt_snapshot.with_tokenizer(None)
 
 
 def test_acts_locations_connections_and_flags_are_drawn() -> None:

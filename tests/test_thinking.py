@@ -22,12 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
-from syrupy.assertion import SnapshotAssertion
 from tiers import examples_at_most
-from token_counts import with_token_count
 
 from plancontracts import contract_schema, violations
 from plancontracts.generated.planning_blocks import PlanQuality
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.core.profiles import WHITESPACE
 from plancontracts.runtime.model.chat import render_chat
@@ -182,11 +181,11 @@ A_ROLL = RolledCheck("Intelligence", 14, "+2", 15, 17, 12, check_outcome(17, 12)
     ids=["story", "think-check", "think-block"],
 )
 def test_the_planning_prompt(
-    markdown_snapshot: SnapshotAssertion, mode: Mode, check: RolledCheck | None
+    prompt_snapshot: PromptSnapshot, mode: Mode, check: RolledCheck | None
 ) -> None:
     messages = planning_messages("A bored guard watches the bridge at dusk", mode, check=check)
     prompt = render_chat(messages, None, answer="Planning block JSON")
-    assert with_token_count(prompt) == markdown_snapshot
+    assert prompt == prompt_snapshot
 
 
 def test_the_prompt_loses_no_description_of_the_contract() -> None:
