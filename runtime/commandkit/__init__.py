@@ -1,7 +1,7 @@
 """The command kit: what every `plancontracts` command is made of, written once.
 
 Exit statuses and one-line errors (`base`), options (`options`), reading
-inputs within bounds (`inputs`), validation reports (`reports`), NDJSON tool
+inputs within bounds (`inputs`), validation reports in every format (`reports`), NDJSON tool
 calls (`calls`), the extras a command needs (`extras`) and stopping on
 signals (`signals`). The families' commands and the entry point
 (`runtime.cli`) import it; it imports the layers below the families only
@@ -41,6 +41,7 @@ from .options import (
     DEFAULT_MAX_BYTES,
     MAX_BYTES_LIMIT,
     RulesOption,
+    add_format,
     add_json,
     add_max_bytes,
     add_model_options,
@@ -53,7 +54,17 @@ from .options import (
     user_text,
     uses_server,
 )
-from .reports import JsonReport, Outcome, Report, TextReport, violations_as_json
+from .reports import (
+    FORMATS,
+    GithubReport,
+    JsonReport,
+    Outcome,
+    Report,
+    SarifReport,
+    TextReport,
+    report_for,
+    violations_as_json,
+)
 from .signals import Stopped, run_trio, stop_signals, stopped
 
 __all__ = [
@@ -63,19 +74,23 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "EXTRAS",
+    "FORMATS",
     "MAX_BYTES_LIMIT",
     "Call",
+    "GithubReport",
     "JsonReport",
     "NoCall",
     "Outcome",
     "Output",
     "Report",
     "RulesOption",
+    "SarifReport",
     "StandardOutput",
     "Stopped",
     "StreamError",
     "TextReport",
     "UsageError",
+    "add_format",
     "add_json",
     "add_max_bytes",
     "add_model_options",
@@ -94,6 +109,7 @@ __all__ = [
     "read_at_most",
     "read_call",
     "reason",
+    "report_for",
     "require_extra",
     "run_calls",
     "run_trio",

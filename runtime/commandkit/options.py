@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_BYTES_LIMIT",
     "RulesOption",
+    "add_format",
     "add_json",
     "add_max_bytes",
     "add_model_options",
@@ -55,6 +56,28 @@ class RulesOption:
 def add_json(command: argparse.ArgumentParser, what: str) -> None:
     """--json, which prints `what` instead of text."""
     command.add_argument("--json", action="store_true", help=f"print {what}")
+
+
+def add_format(command: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """--format FORMAT (one of `formats`, the first by default), and --json for `--format json`.
+
+    Both set `format`, so a command reads one value; given together they
+    are a usage error, even when they agree.
+    """
+    chosen = command.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--format",
+        choices=formats,
+        default=formats[0],
+        help=f"how to print the verdicts (default {formats[0]})",
+    )
+    chosen.add_argument(
+        "--json",
+        action="store_const",
+        const="json",
+        dest="format",
+        help="the same as --format json",
+    )
 
 
 def add_max_bytes(command: argparse.ArgumentParser, what: str = "a document") -> None:

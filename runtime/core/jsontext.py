@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -85,9 +86,10 @@ def parse(data: bytes) -> Any:
         raise _diagnose(data, str(error)) from None
     try:
         if _may_hold_duplicates(data, value):
-            pointer, key = _first_duplicate(data)
+            pointer, key, at = _first_duplicate(data)
             if pointer is not None:
-                raise MalformedJSON(f"duplicate key {json.dumps(key)} in one object", pointer)
+                message = f"duplicate key {json.dumps(key)} in one object"
+                raise MalformedJSON(message, pointer, offset=at)
     except RecursionError:
         raise MalformedJSON(TOO_DEEP) from None
     return value
@@ -171,8 +173,8 @@ def _may_hold_duplicates(data: bytes, value: Any) -> bool:
     return data.count(b":") != written.count(b":")
 
 
-def _first_duplicate(data: bytes) -> tuple[str | None, str]:
-    """The pointer of the first duplicated key in the text, or None when there is none.
+def _first_duplicate(data: bytes) -> tuple[str | None, str, int]:
+    """The pointer, key and offset of the first duplicated key in the text; None when there is none.
 
     `data` is well-formed JSON. One pass over its strings and punctuation,
     in a loop: any depth works, and memory holds the keys of the objects
@@ -181,18 +183,18 @@ def _first_duplicate(data: bytes) -> tuple[str | None, str]:
     # Per open container: the keys seen so far (None for an array) and the
     # token that leads to its current member, a key or an index.
     open_: list[tuple[set[str] | None, list[str | int]]] = []
-    text = b""
+    text, start = b"", 0
     for match in _TOKENS.finditer(data):
         token = match.group()
         if token[0] == 0x22:  # '"': a string, a key if a colon follows
-            text = token
+            text, start = token, match.start()
         elif token == b":":
             key = json.loads(text) if b"\\" in text else text[1:-1].decode()
             seen, where = open_[-1]
             assert seen is not None
             where[0] = key
             if key in seen:
-                return "".join(f"/{escape_token(str(w[0]))}" for _, w in open_), key
+                return "".join(f"/{escape_token(str(w[0]))}" for _, w in open_), key, start
             seen.add(key)
         elif token == b",":
             seen, where = open_[-1]
@@ -202,7 +204,7 @@ def _first_duplicate(data: bytes) -> tuple[str | None, str]:
             open_.append((set(), [""]) if token == b"{" else (None, [0]))
         else:
             open_.pop()
-    return None, ""
+    return None, "", 0
 
 
 def escape_token(token: str) -> str:
@@ -215,37 +217,205 @@ def pointer(path: Iterable[str | int]) -> str:
     return "".join(f"/{escape_token(str(token))}" for token in path)
 
 
+# Where values are in the text ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the value a JSON Pointer names begins in a document's text, as byte offsets.
+
+    `key` is where its key begins (the opening quote) when the value is an
+    object's member. `exact` is False when the text holds no value at the
+    pointer (a rule may name what is missing): `value` is then where the
+    nearest value above it begins, and `key` is None.
+    """
+
+    value: int
+    key: int | None
+    exact: bool
+
+
+class _Place:
+    """A node of the tree of wanted pointers: where its value and key begin, once passed."""
+
+    __slots__ = ("children", "key_at", "value_at", "wanted")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Place] = {}
+        self.wanted = False
+        self.value_at: int | None = None
+        self.key_at: int | None = None
+
+
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
+
+
+def _value_start(data: bytes, after: int) -> int:
+    found = _NON_SPACE.search(data, after)
+    return len(data) if found is None else found.start()
+
+
+def _reference_tokens(pointer: str) -> list[str]:
+    if not pointer:
+        return []
+    if not pointer.startswith("/"):
+        raise ValueError(f"not a JSON Pointer: {pointer[:60]!r}")
+    return [token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")]
+
+
+def locate(data: bytes, pointers: Iterable[str]) -> dict[str, Located]:
+    """Where the value each JSON Pointer names begins in `data`, one JSON document's text.
+
+    `data` should be well-formed JSON (as `parse` accepts it); in other
+    text each pointer gets the nearest place passed before the text went
+    wrong. One pass over the text, in a loop, finds every pointer at once: the
+    pointers make a tree, and the pass follows it while the text's path is
+    in it, so the work is linear in the text plus the pointers, at any
+    depth, and it stops once every pointer is found. Raises ValueError for a
+    string that is not a JSON Pointer.
+    """
+    root = _Place()
+    paths: dict[str, list[_Place]] = {}
+    remaining = 0
+    for pointer in pointers:
+        if pointer in paths:
+            continue
+        path = [root]
+        for token in _reference_tokens(pointer):
+            path.append(path[-1].children.setdefault(token, _Place()))
+        remaining += not path[-1].wanted
+        path[-1].wanted = True
+        paths[pointer] = path
+    root.value_at = _value_start(data, 0)
+    remaining -= root.wanted
+    # Per open container: its place in the tree (None once the text's path
+    # has left the tree), whether it is an object, and its current index.
+    open_: list[list[Any]] = []
+    current: _Place | None = root  # the place of the value that begins next
+    expect_key = False
+    key_start = key_end = 0
+    for match in _TOKENS.finditer(data) if remaining else ():
+        mark = data[match.start()]
+        if mark == 0x22:  # '"': a key when an object expects one; a value needs nothing
+            if expect_key:
+                key_start, key_end = match.span()
+            continue
+        at: _Place | None = open_[-1][0] if open_ else None
+        begun, current = current, None
+        if mark == 0x3A:  # ':' ends a key: its value begins next
+            expect_key = False
+            if at is not None and at.children:
+                quoted = data[key_start:key_end]
+                key = json.loads(quoted) if b"\\" in quoted else quoted[1:-1].decode()
+                current = at.children.get(key)
+                if current is not None and current.key_at is None:
+                    current.key_at = key_start
+        elif mark == 0x2C:  # ',': the next key of an object, or the next item of an array
+            frame = open_[-1]
+            if frame[1]:
+                expect_key = True
+            else:
+                frame[2] += 1
+                if at is not None and at.children:
+                    current = at.children.get(str(frame[2]))
+        elif mark in (0x7B, 0x5B):  # '{' or '[': a container begins, at the place found before
+            here = begun
+            open_.append([here, mark == 0x7B, 0])
+            expect_key = mark == 0x7B
+            after = _value_start(data, match.end())
+            first = data[after : after + 1]
+            if mark == 0x5B and here is not None and here.children and first != b"]":
+                current = here.children.get("0")  # an array's first item, if it has one
+        else:  # '}' or ']'
+            open_.pop()
+            expect_key = False
+        if current is not None and current.value_at is None:
+            current.value_at = _value_start(data, match.end())
+            remaining -= current.wanted
+            if not remaining:
+                break
+    located = {}
+    for pointer, path in paths.items():
+        end = path[-1]
+        if end.value_at is not None:
+            located[pointer] = Located(end.value_at, end.key_at, True)
+        else:
+            above = next(place for place in reversed(path) if place.value_at is not None)
+            located[pointer] = Located(above.value_at or 0, None, False)
+    return located
+
+
+# Bytes that begin no character in UTF-8: a character is its first byte.
+_NOT_CONTINUATION = bytes(byte for byte in range(256) if not 0x80 <= byte < 0xC0)
+
+
+def _characters(data: bytes, start: int, end: int) -> int:
+    piece = data[start:end]
+    return len(piece) - len(piece.translate(None, _NOT_CONTINUATION))
+
+
+def positions(data: bytes, offsets: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """The line and column of each byte offset into `data`, both counted from 1.
+
+    A line ends at each line feed. Columns count characters (Unicode code
+    points; an escape such as `\\u00e9` is the six characters written), not
+    bytes, as an editor counts them. An offset past the end of the text is
+    the end. One pass over the text, up to the last offset, whatever their
+    number: a 16 MB text on one line with a hundred offsets is read once.
+    """
+    found: dict[int, tuple[int, int]] = {}
+    line, column, at = 1, 1, 0
+    for offset in sorted(set(offsets)):
+        end = min(max(offset, 0), len(data))
+        breaks = data.count(b"\n", at, end)
+        if breaks:
+            line += breaks
+            start = data.rfind(b"\n", at, end) + 1
+            column = 1 + _characters(data, start, end)
+        else:
+            column += _characters(data, at, end)
+        at = end
+        found[offset] = (line, column)
+    return found
+
+
 def _diagnose(data: bytes, reason: str) -> MalformedJSON:
     if data.startswith(_BOM):
-        return MalformedJSON("starts with a UTF-8 byte order mark, which JSON text must not have")
+        return MalformedJSON(
+            "starts with a UTF-8 byte order mark, which JSON text must not have", offset=0
+        )
     if not data.strip(b" \t\r\n"):
-        return MalformedJSON("empty document: expected a JSON value")
+        return MalformedJSON("empty document: expected a JSON value", offset=len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         return MalformedJSON(
             f"not valid UTF-8: byte 0x{data[error.start]:02x} at offset {error.start} "
-            f"({_place(data, error.start)})"
+            f"({_place(data, error.start)})",
+            offset=error.start,
         )
     found = _OFFSET.search(reason)
     if found:
         offset = int(found.group(1))
         if re.match(rb"-?(NaN|Infinity)", data[offset:]):
-            return MalformedJSON(f"NaN and Infinity are not JSON numbers ({_place(data, offset)})")
+            message = f"NaN and Infinity are not JSON numbers ({_place(data, offset)})"
+            return MalformedJSON(message, offset=offset)
         detail = _OFFSET.sub("", reason).removeprefix("JSON is malformed: ").strip()
-        return MalformedJSON(f"malformed JSON: {detail} ({_place(data, offset)})")
+        return MalformedJSON(f"malformed JSON: {detail} ({_place(data, offset)})", offset=offset)
     # msgspec gives no position here; the standard library's parser does.
     try:
         json.loads(text)
     except json.JSONDecodeError as error:
         return MalformedJSON(
-            f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+            f"malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})",
+            offset=len(text[: error.pos].encode("utf-8")),
         )
     except RecursionError:
         # It parses from deeper frames than msgspec, which got to the end of
         # the text within its own limit: the text ends inside a value.
         return MalformedJSON(
-            f"malformed JSON: the text ends inside a value ({_place(data, len(data))})"
+            f"malformed JSON: the text ends inside a value ({_place(data, len(data))})",
+            offset=len(data),
         )
     # The standard library accepts what msgspec rightly refuses: an escape
     # such as \ud800 that is half of a UTF-16 surrogate pair.
@@ -253,9 +423,7 @@ def _diagnose(data: bytes, reason: str) -> MalformedJSON:
 
 
 def _place(data: bytes, offset: int) -> str:
-    before = data[:offset]
-    line = before.count(b"\n") + 1
-    column = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+    line, column = positions(data, (offset,))[offset]
     return f"line {line}, column {column}"
 
 
