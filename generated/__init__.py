@@ -5,7 +5,7 @@
 Each contract has a handle named after it (`tool-event` -> `TOOL_EVENT`): a `Contract`
 holding its name and the type of its documents, that type also as its type parameter,
 so that a function taking a handle can return documents typed (`plancontracts.decode`
-does, for plancontracts' own contracts). `CONTRACTS` maps each name to its handle.
+does). `CONTRACTS` maps each name to its handle.
 `SCHEMA_ONLY_RULES` maps each contract to the JSON Pointers of the schema keywords
 the models cannot enforce; validation runs the schema for those contracts.
 `FAMILIES` maps each contract to its family: the module of its models here, and, for
@@ -65,14 +65,17 @@ _Document = _typing.TypeVar("_Document")
 
 @_dataclasses.dataclass(frozen=True)
 class Contract(_typing.Generic[_Document]):
-    """One contract: its name, and the generated type of its documents.
+    """One contract: its name, the generated type of its documents, and their package.
 
     `type` is a msgspec Struct, or a union or map of them; the type parameter is
-    the same type, for type checkers.
+    the same type, for type checkers. `package` is the generated package that holds
+    the contract's schema (`schemas/NAME.json` in it), which judges what the types
+    cannot.
     """
 
     name: str
     type: _typing.Any
+    package: str = __name__
 
 
 EXECUTION_RESULT: _typing.Final[Contract[tool_plans.ExecutionResult]] = Contract(

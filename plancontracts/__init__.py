@@ -57,6 +57,8 @@ _EXPORTS = {
     "MAX_VIOLATIONS": "runtime.core.errors",
     "Violation": "runtime.core.errors",
     "Violations": "runtime.core.errors",
+    "ContractSet": "runtime.core.validation",
+    "load_contracts": "runtime.core.schema_sets",
     "contract_names": "runtime.core.contracts",
     "contract_schema": "runtime.core.contracts",
     "root_type": "runtime.core.contracts",
@@ -79,6 +81,7 @@ __all__ = [
     "AnswerRefused",
     "AssetGenerationError",
     "ContractError",
+    "ContractSet",
     "GenerationFailed",
     "Limits",
     "MalformedJSON",
@@ -112,6 +115,7 @@ __all__ = [
     "decode",
     "discover_skills",
     "execute_plan",
+    "load_contracts",
     "root_type",
     "schema_text",
     "violations",
@@ -150,8 +154,9 @@ if TYPE_CHECKING:
         Violations,
     )
     from .runtime.core.rules import Rules
+    from .runtime.core.schema_sets import load_contracts
     from .runtime.core.schema_text import schema_text
-    from .runtime.core.validation import convert, decode, violations
+    from .runtime.core.validation import ContractSet, convert, decode, violations
     from .runtime.engine.checks import check_plan
     from .runtime.engine.executor import execute_plan
     from .runtime.engine.limits import Limits

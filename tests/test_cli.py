@@ -580,7 +580,7 @@ def test_validate_schemas_needs_neither_the_model_generator_nor_ruff(tmp_path: P
          "--schemas my-schemas: common.json#/$defs/Quantity/type: "
          "not a valid JSON Schema: 'int' is not valid under any of the given schemas"),
         ({"recipes/recipe.json": "", "common.json": "[]"},
-         "--schemas my-schemas: common.json: a schema file must hold a JSON object"),
+         "--schemas my-schemas: common.json: a schema file holds a JSON object or a boolean"),
     ],
     ids=[
         "missing", "a file", "broken JSON", "no such definition", "no such file", "name clash",
@@ -615,7 +615,7 @@ def test_validate_schemas_knows_only_the_folders_contracts_and_no_family_rules(
     unknown = run("validate", "--schemas", "my-schemas", "plan", "soup.json", cwd=tmp_path)
     assert (unknown.returncode, unknown.stdout) == (2, "")
     assert unknown.stderr == (
-        "plancontracts: error: unknown contract 'plan'; the contracts are: recipe\n"
+        "plancontracts: error: unknown contract \"plan\"; the contracts are: recipe\n"
     )
     copy = shutil.copytree(Path(__file__).resolve().parent.parent / "schemas", tmp_path / "copy")
     block = tmp_path / "block.json"

@@ -339,7 +339,7 @@ def test_each_contract_has_a_handle_named_after_it_with_its_type() -> None:
 @pytest.mark.process  # what a fresh interpreter imports
 def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> None:
     # The documentation's example, as written: the output is a package of the
-    # user's own, and imports none of plancontracts' generated models.
+    # user's own, whose handles are plancontracts' `Contract`, for `decode` and the others.
     write_user_schemas(tmp_path / "my-schemas")
     done = plancontracts(
         "generate",
@@ -359,16 +359,18 @@ def test_a_users_models_import_under_the_package_name_given(tmp_path: Path) -> N
         "kitchen/models: 3 files changed",
     ]
     code = (
-        "import sys, msgspec\n"
+        "import msgspec, plancontracts\n"
         "from kitchen.models import CONTRACTS, RECIPE\n"
         'print(msgspec.json.decode(b\'{"name": "Soup", "servings": 4}\', type=RECIPE.type))\n'
-        "print(CONTRACTS['recipe'] is RECIPE, 'plancontracts' in sys.modules)\n"
+        'print(plancontracts.decode(RECIPE, b\'{"name": "Soup", "servings": 4}\'))\n'
+        "print(CONTRACTS['recipe'] is RECIPE, isinstance(RECIPE, plancontracts.Contract))\n"
     )
     imported = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert imported.returncode == 0, imported.stderr
-    assert imported.stdout.splitlines() == ["Recipe(name='Soup', servings=4)", "True False"]
+    soup = "Recipe(name='Soup', servings=4)"
+    assert imported.stdout.splitlines() == [soup, soup, "True True"]
 
 
 @pytest.mark.process  # a fresh interpreter imports the output

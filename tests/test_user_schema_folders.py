@@ -19,6 +19,7 @@ import pytest
 from commands import cli
 
 from plancontracts.runtime.cli import commands
+from plancontracts.runtime.core import schema_sets
 from plancontracts.runtime.core.errors import UnusableSchema
 from plancontracts.runtime.core.schema_tree import (
     MAX_FOLDER_PATTERN_SIZE,
@@ -89,7 +90,7 @@ def test_a_pattern_that_backtracks_without_end_is_cut_at_the_deadline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `^(a|a)*$` against 40 `a` and a `!` would take days: it gets a one-line verdict.
-    monkeypatch.setattr(commands, "PATTERN_SECONDS", 0.2)
+    monkeypatch.setattr(schema_sets, "PATTERN_SECONDS", 0.2)
     pattern = {"type": "string", "pattern": "^(a|a)*$"}
     folder = folder_of(tmp_path, {"type": "object", "properties": {"name": pattern}})
     status, out, err = judged(folder, tmp_path, {"name": "a" * 40 + "!"})
@@ -358,27 +359,29 @@ def test_a_schema_file_that_is_not_strict_json_is_refused_in_one_line(
 # $id ------------------------------------------------------------------------------------
 
 
-def test_an_id_inside_a_schema_is_refused(tmp_path: Path) -> None:
-    # Its `$ref` means other/x.json (an integer); bundling followed fam/x.json (a string).
+def test_an_id_inside_a_schema_is_the_base_of_its_references(tmp_path: Path) -> None:
+    # Its `$ref` means other/x.json (an integer): bundling once followed fam/x.json (a string).
     folder = folder_of(
         tmp_path,
         {"type": "object", "properties": {"a": {"$id": "https://ex.org/other/", "$ref": "x.json"}}},
     )
-    (folder / "other").mkdir()
-    for family, kind in (("fam", "string"), ("other", "integer")):
+    (folder / "lib").mkdir()
+    for name, kind in (("fam", "string"), ("other", "integer")):
         text = json.dumps(
-            {"$schema": DRAFT, "$id": f"https://ex.org/{family}/x.json", "type": kind}
+            {
+                "$schema": DRAFT,
+                "$id": f"https://ex.org/{name}/x.json",
+                "$defs": {"x": {"type": kind}},
+                "$ref": "#/$defs/x",
+            }
         )
-        (folder / family / "x.json").write_text(text, encoding="utf-8")
+        (folder / "lib" / f"{name}.json").write_text(text, encoding="utf-8")
     thing = json.loads((folder / "fam" / "thing.json").read_text())
     thing["$id"] = "https://ex.org/fam/thing.json"
     (folder / "fam" / "thing.json").write_text(json.dumps(thing), encoding="utf-8")
-    assert refused(folder, tmp_path).endswith(
-        "fam/thing.json#/properties/a: an `$id` inside a schema is not read: "
-        "give the definition its own file"
-    )
-    with pytest.raises(UnusableSchema):
-        SchemaTree(folder).family_bundle("fam")
+    assert judged(folder, tmp_path, {"a": 1})[0] == 0
+    status, out, _ = judged(folder, tmp_path, {"a": "one"})
+    assert (status, out[1]) == (1, '  /a: expected an integer, got the string "one"')
 
 
 @pytest.mark.parametrize("uri", ["urn:example:thing", "https://example.org/thing.json#"])

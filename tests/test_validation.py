@@ -60,7 +60,7 @@ def test_decode_refuses_other_types() -> None:
 
 
 def test_an_unknown_contract_is_a_lookup_error_naming_the_known_ones() -> None:
-    with pytest.raises(UnknownContractError, match=r"unknown contract 'plans'.*plan,"):
+    with pytest.raises(UnknownContractError, match=r'unknown contract "plans" \(did you mean "plan"\?\).*plan,'):
         decode("plans", b"{}")
 
 
@@ -269,7 +269,7 @@ def test_a_pattern_is_quoted_whole_and_as_a_reader_writes_it() -> None:
 
 
 def test_an_unknown_contract_is_named_before_the_text_is_read() -> None:
-    with pytest.raises(UnknownContractError, match="unknown contract 'nosuch'"):
+    with pytest.raises(UnknownContractError, match='unknown contract "nosuch"'):
         decode("nosuch", b"{x")
 
 

@@ -9,7 +9,6 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -17,19 +16,18 @@ from ..commandkit import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_USAGE,
-    JsonReport,
+    FORMATS,
     Outcome,
     Output,
-    Report,
     RulesOption,
-    TextReport,
-    add_json,
+    add_format,
     add_max_bytes,
     complain,
     label,
     lines_of,
     opened,
     read_at_most,
+    report_for,
     require_extra,
     stdin_at_most_once,
     unreadable,
@@ -37,13 +35,16 @@ from ..commandkit import (
 from ..core.contracts import contract_names, contract_schema
 from ..core.errors import (
     ContractError,
+    MalformedJSON,
     UnusableSchema,
     UsageError,
     Violation,
     Violations,
     printable,
 )
+from ..core.jsontext import parse
 from ..core.rules import Rules
+from ..core.schema_sets import load_contracts
 from ..core.schema_text import schema_text
 from ..core.validation import BUNDLED, ContractSet, decode
 
@@ -63,20 +64,36 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     schema.set_defaults(run=_schema)
 
-    validate = commands.add_parser("validate", help="validate JSON documents against a contract")
-    validate.add_argument("contract", metavar="CONTRACT")
-    validate.add_argument("files", metavar="FILE", nargs="+", help="a JSON file, or - for stdin")
+    validate = commands.add_parser(
+        "validate",
+        help="validate JSON documents against a contract",
+        usage="%(prog)s CONTRACT FILE... [options]\n"
+        "       %(prog)s --schema SCHEMA FILE... [options]",
+    )
+    validate.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="+",
+        help="a JSON file, or - for stdin; without --schema, the first is the CONTRACT's name",
+    )
     validate.add_argument(
         "--ndjson", action="store_true", help="each line of each FILE is one document"
     )
-    add_json(validate, "one JSON object per document")
+    add_format(validate, FORMATS)
     add_max_bytes(validate, "documents (or lines)")
-    validate.add_argument(
+    user = validate.add_mutually_exclusive_group()
+    user.add_argument(
+        "--schema",
+        type=Path,
+        metavar="SCHEMA",
+        help="judge by this schema file, of any JSON Schema draft: it is the contract",
+    )
+    user.add_argument(
         "--schemas",
         type=Path,
         metavar="DIR",
-        help="judge by the contracts of this schema folder (laid out as schemas/), "
-        "by their schemas alone",
+        help="judge by the contracts of this schema folder (laid out as schemas/) or "
+        "generated package, by their schemas alone",
     )
     for option in rules_options:
         option.add(validate)
@@ -93,7 +110,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     generate.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if the output is stale"
     )
-    generate.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
+    source = generate.add_mutually_exclusive_group()
+    source.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
+    source.add_argument(
+        "--schema",
+        type=Path,
+        metavar="SCHEMA",
+        action="append",
+        help="a schema file, a contract named after the file (repeat for more; needs --out)",
+    )
     generate.add_argument(
         "--out", type=Path, metavar="DIR", help="the output folder, a package the generator owns"
     )
@@ -127,18 +152,26 @@ def _schema(args: argparse.Namespace, out: Output) -> int:
 def _validate(
     args: argparse.Namespace, out: Output, *, rules_options: tuple[RulesOption, ...]
 ) -> int:
-    # The schema folder, the contract and the options are usage errors, before any reading.
-    contracts = BUNDLED if args.schemas is None else _schema_folder(args.schemas)
-    contracts.require(args.contract)
-    chosen = [option.rules(args, args.contract) for option in rules_options]
+    # The schemas, the contract and the options are usage errors, before any reading.
+    if args.schema is not None:
+        contracts = _user_contracts("--schema", args.schema)
+        (contract,) = contracts.names()
+    else:
+        contract, *args.files = args.files
+        if not args.files:
+            raise UsageError("give the documents to validate after the contract's name")
+        schemas = args.schemas
+        contracts = BUNDLED if schemas is None else _user_contracts("--schemas", schemas)
+        contracts.require(contract)
+    chosen = [option.rules(args, contract) for option in rules_options]
     rules = next((found for found in chosen if found is not None), None)
-    if rules is not None and args.schemas is not None:
-        raise UsageError(
-            f"{rules.name} judge plancontracts' own {rules.contract}, not one of --schemas"
-        )
+    if rules is not None and contracts is not BUNDLED:
+        flag = "--schema" if args.schema is not None else "--schemas"
+        problem = f"{rules.name} judge plancontracts' own {rules.contract}, not one of {flag}"
+        raise UsageError(problem)
     stdin_at_most_once(args.files)
-    judge = partial(_judge, contracts, args.contract, rules)
-    report: Report = JsonReport(out) if args.json else TextReport(out, ndjson=args.ndjson)
+    judge = partial(_judge, contracts, contract, rules)
+    report = report_for(args.format, out, ndjson=args.ndjson)
     for name in args.files:
         for outcome in _outcomes(judge, name, args.ndjson, args.max_bytes):
             report.add(outcome)
@@ -162,49 +195,26 @@ def _outcomes(
     except OSError as error:
         # A named file not read is a usage error; standard input that fails is a document.
         why = Violations((Violation("", unreadable(error)),))
-        yield Outcome(name, None, why, unreadable=name != "-")
+        yield Outcome(name, None, why, unreadable=name != "-", malformed=name == "-")
         return
     yield judge(name, None, data)
 
 
-def _schema_folder(folder: Path) -> ContractSet:
-    """The contracts of a schema folder laid out as schemas/ is, judged by their schemas alone.
+def _no_folder(path: Path) -> str:
+    return "is not a folder" if os.path.lexists(path) else "no such folder"
 
-    Bundling needs only the schema tree, never the model generator. Raises
-    `UsageError` for a folder the code generator could not read either.
+
+def _user_contracts(flag: str, path: Path) -> ContractSet:
+    """The contracts of a schema file or folder a user named, for `validate` and `schema`.
+
+    Raises `UsageError` naming `flag` for schemas that cannot be used.
     """
-    from ..core.schema_tree import SchemaTree, walk
-
+    if flag == "--schemas" and not path.is_dir():
+        raise UsageError(printable(f"{flag} {path}: {_no_folder(path)}"))
     try:
-        tree = SchemaTree(folder)
-        bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
-        for name, bundle in bundles.items():
-            for pointer, node in walk(bundle):
-                _check_patterns(node, f"{tree.contracts[name].path}#{pointer}")
+        return load_contracts(path)
     except UnusableSchema as error:
-        raise UsageError(printable(f"--schemas {folder}: {error}")) from None
-    return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
-
-
-PATTERN_SECONDS = 2.0
-"""How long the patterns of a `--schemas` folder may take to judge one document: a pattern
-such as `^(a|a)*$` takes days on a string of 40 characters."""
-
-
-def _check_patterns(node: dict[str, Any], where: str) -> None:
-    """Raise UnusableSchema for a pattern of `node` that the matcher cannot compile."""
-    import regex
-
-    from ..core.patterns import compiled
-
-    pattern = node.get("pattern")
-    patterns = [pattern] if isinstance(pattern, str) else []
-    for each in [*patterns, *node.get("patternProperties", {})]:
-        try:
-            compiled(each)
-        except regex.error as error:
-            problem = f"{where}: the pattern {each!r} cannot be used: {error}"
-            raise UnusableSchema(problem) from None
+        raise UsageError(printable(f"{flag} {error}")) from None
 
 
 def _judge(
@@ -215,12 +225,19 @@ def _judge(
     line: int | None,
     data: bytes | Violation,
 ) -> Outcome:
-    if isinstance(data, Violation):
-        return Outcome(name, line, Violations((data,)))
+    if isinstance(data, Violation):  # not taken as a document: too large, an empty line
+        return Outcome(name, line, Violations((data,)), malformed=True)
+    # Parsed apart from judged, as `decode` does, so that the reports tell text
+    # that is no JSON (and where it fails) from a document that breaks the contract.
     try:
-        contracts.decode(contract, data, rules=rules)
+        value = parse(data)
+    except MalformedJSON as error:
+        why = Violations((Violation(error.pointer, error.message),))
+        return Outcome(name, line, why, text=data, malformed=True, failed_at=error.offset)
+    try:
+        contracts.convert(contract, value, rules=rules)
     except ContractError as error:
-        return Outcome(name, line, error.violations)
+        return Outcome(name, line, error.violations, text=data)
     return Outcome(name, line, Violations())
 
 
@@ -263,9 +280,11 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
     from ...codegen import generate
 
     project = Path(generate.__file__).resolve().parent.parent
-    schemas = args.schemas or project / "schemas"
+    if args.schema and args.out is None:
+        raise UsageError("--schema needs --out DIR: the folder of the package to write")
+    schemas: Path | list[Path] = args.schema or args.schemas or project / "schemas"
     target = args.out or project / "generated"
-    if not schemas.is_dir():
+    if isinstance(schemas, Path) and not schemas.is_dir():
         raise UsageError(
             f"no schema folder at {schemas}; in an installed copy, give --schemas DIR and --out DIR"
         )
@@ -275,8 +294,8 @@ def _generate(args: argparse.Namespace, out: Output) -> int:
         changed = (generate.check if args.check else generate.write)(schemas, target)
     except generate.OutputFolderError as error:
         raise UsageError(printable(str(error))) from None
-    except UnusableSchema as error:  # a folder it cannot use, as `validate --schemas` says
-        complain(f"{schemas}: {error}")
+    except UnusableSchema as error:  # schemas it cannot use, as `validate --schemas` says
+        complain(printable(f"{schemas}: {error}" if isinstance(schemas, Path) else str(error)))
         return EXIT_USAGE
     if args.check:
         for relative in changed:

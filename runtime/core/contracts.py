@@ -3,7 +3,10 @@
 Everything here is read from `plancontracts.generated`, which the code
 generator derives from `schemas/`; nothing is listed by hand, limits
 included (`field_bound`). A contract is named by its handle (`PLAN`, typed
-with its documents' type) or by its name (`"plan"`), alike.
+with its documents' type) or by its name (`"plan"`), alike. A handle may
+also be a user's: one that a package `plancontracts generate` wrote holds
+(its schemas are in that package), or one a set of `load_contracts` gives
+(`contracts["recipe"]`, whose schemas the set holds).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib.resources import files
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 import msgspec.inspect
@@ -21,24 +24,46 @@ from .errors import UnknownContractError
 
 Bound = Literal["max_length", "min_length", "le", "ge"]
 AnyContract: TypeAlias = Contract[Any] | str
-'A contract, by its handle (`PLAN`) or by its name (`"plan"`).'
+'A contract, by its handle (`PLAN`, or a user\'s) or by its name (`"plan"`: a bundled one).'
+BUNDLED_PACKAGE = Contract.__module__
+"The package of plancontracts' own handles: `plancontracts.generated`."
+
+
+class SchemaOwner(Protocol):
+    """What holds the schemas of a handle that `load_contracts` gives: its set."""
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The self-contained schema of the contract `name`, a fresh copy."""
+        ...
 
 
 def contract_name(contract: AnyContract) -> str:
     """The name of `contract`, given by its handle or its name.
 
-    Raises TypeError when `contract` is neither a str nor a handle of
-    `plancontracts.generated` (a handle another generated package defines
-    belongs to that package's contracts, not to these).
+    Raises TypeError when `contract` is neither a str nor a handle.
     """
     if isinstance(contract, str):
         return contract
     if isinstance(contract, Contract):
         return contract.name
     raise TypeError(
-        "a contract is its name or its handle in plancontracts.generated, "
-        f"not {type(contract).__name__}"
+        "a contract is its name or a handle (`PLAN`, one a package `plancontracts generate` "
+        f"wrote, or `load_contracts(...)[name]`), not {type(contract).__name__}"
     )
+
+
+def is_bundled(contract: AnyContract) -> bool:
+    """Whether `contract` is one of plancontracts' own: a name, or a handle of theirs."""
+    contract_name(contract)
+    return isinstance(contract, str) or (
+        contract.package == BUNDLED_PACKAGE and owner_of(contract) is None
+    )
+
+
+def owner_of(contract: Contract[Any]) -> SchemaOwner | None:
+    """The set that holds a handle `load_contracts` gave, or None for a generated handle."""
+    owner: SchemaOwner | None = getattr(contract, "contracts", None)
+    return owner
 
 
 def contract_names() -> tuple[str, ...]:
@@ -52,6 +77,8 @@ def root_type(contract: AnyContract) -> Any:
     Raises `UnknownContractError` for a name that is not a contract.
     """
     name = contract_name(contract)
+    if not isinstance(contract, str):
+        return contract.type
     try:
         return CONTRACTS[name].type
     except KeyError:
@@ -59,25 +86,41 @@ def root_type(contract: AnyContract) -> Any:
 
 
 def has_schema_only_rules(contract: AnyContract) -> bool:
-    """Whether `contract` has rules the generated types cannot enforce."""
+    """Whether `contract` (one of plancontracts' own) has rules its types cannot enforce."""
     root_type(contract)
     return bool(SCHEMA_ONLY_RULES[contract_name(contract)])
 
 
 @cache
-def _schema_text(contract: str) -> str:
-    root_type(contract)
-    resource = files("plancontracts.generated") / "schemas" / f"{contract}.json"
-    return resource.read_text(encoding="utf-8")
+def package_schema_text(package: str, contract: str) -> str:
+    """The bundled schema of `contract` in the generated package `package`, as written there.
+
+    Raises `UnknownContractError` when the package has no schema of that name.
+    """
+    resource = files(package) / "schemas" / f"{contract}.json"
+    try:
+        return resource.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        raise UnknownContractError(contract, ()) from None
 
 
 def contract_schema(contract: AnyContract) -> dict[str, Any]:
     """`contract`'s JSON Schema as one self-contained document, a fresh copy on every call.
 
-    Every reference is bundled into its `$defs`, so any JSON Schema tool can
-    use it on its own. Raises `UnknownContractError` for an unknown name.
+    Every reference is bundled into it (see `runtime.core.schema_tree`), so
+    any JSON Schema tool can use it on its own. `contract` is a bundled
+    contract's name or any handle. Raises `UnknownContractError` for an
+    unknown name.
     """
-    schema: dict[str, Any] = json.loads(_schema_text(contract_name(contract)))
+    if isinstance(contract, str):
+        root_type(contract)
+        package, name = BUNDLED_PACKAGE, contract
+    else:
+        owner = owner_of(contract)
+        if owner is not None:
+            return owner.schema(contract.name)
+        package, name = contract.package, contract_name(contract)
+    schema: dict[str, Any] = json.loads(package_schema_text(package, name))
     return schema
 
 

@@ -37,6 +37,7 @@ of `runtime/` to this module.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -233,7 +234,18 @@ class UnknownContractError(PlanContractsError, LookupError):
 
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
         self.name = name
-        super().__init__(f"unknown contract {name!r}; the contracts are: {', '.join(known)}")
+        # difflib compares every character: a name past 200 characters is no one's misspelling.
+        close = difflib.get_close_matches(name, known, n=1) if len(name) <= 200 else []
+        hint = f" (did you mean {shown(close[0], 80)}?)" if close else ""
+        listed = ", ".join(known[:_LISTED]) + (
+            f" and {len(known) - _LISTED} more" if len(known) > _LISTED else ""
+        )
+        contracts = f"; the contracts are: {listed}" if known else ""
+        super().__init__(printable(f"unknown contract {shown(name, 80)}{hint}{contracts}"))
+
+
+_LISTED = 40
+"Contract names an unknown name's message lists at most."
 
 
 class MalformedJSON(PlanContractsError, ValueError):
@@ -241,12 +253,16 @@ class MalformedJSON(PlanContractsError, ValueError):
 
     `pointer` locates the problem when it is inside the value (duplicate
     keys); otherwise it is empty and `message` gives line and column.
+    `offset` is the byte of the text where it stops being JSON (the second
+    of duplicate keys), when the parser knows it, for reports that give a
+    line and column apart from the message.
     """
 
-    def __init__(self, message: str, pointer: str = "") -> None:
+    def __init__(self, message: str, pointer: str = "", offset: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.pointer = pointer
+        self.offset = offset
 
 
 class ProfileBug(PlanContractsError, AssertionError):

@@ -126,7 +126,7 @@ def without_controls(text: str) -> str:
 
 
 @cache
-def _schema(contract: str) -> Any:
+def _schema(contract: AnyContract) -> Any:
     """`contract`'s schema, parsed once: it is only read here."""
     return contract_schema(contract)
 
@@ -137,7 +137,8 @@ def free_texts(contract: AnyContract, value: Any) -> Iterator[tuple[tuple[str | 
     Free means no enum, const or pattern constrains it (those the schema
     judges alone); strings in fields the schema does not know are free too.
     """
-    schema = _schema(contract_name(contract))
+    contract_name(contract)  # a TypeError for what is not a contract
+    schema = _schema(contract)
     definitions = schema.get("$defs", {})
     # A loop, not recursion: documents nest as deeply as the parser allows. Each
     # node's path is a link to its parent's, spelt out only for the strings

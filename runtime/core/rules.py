@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from ...generated import FAMILIES
-from .contracts import AnyContract, contract_name, root_type
+from .contracts import AnyContract, contract_name, is_bundled, root_type
 from .errors import Violation
 
 __all__ = ["Rules", "as_integer", "rules_of"]
@@ -46,6 +46,8 @@ def rules_of(contract: AnyContract) -> Rules | None:
     Raises `UnknownContractError` for a name that is not a contract.
     """
     root_type(contract)
+    if not is_bundled(contract):  # a user's contract: its schema is all its rules
+        return None
     name = contract_name(contract)
     return _declared(FAMILIES[name]).get(name)
 

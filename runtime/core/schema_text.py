@@ -43,7 +43,7 @@ def schema_sections(contract: AnyContract) -> list[tuple[str, str]]:
     unknown name.
     """
     name = contract_name(contract)
-    schema = contract_schema(name)
+    schema = contract_schema(contract)
     renderer = _Renderer(schema.get("$defs", {}))
     title = schema.get("title", name)
     head = f"# {title} (`{name}`)\n\n{schema.get('description', '').strip()}\n"

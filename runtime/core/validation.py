@@ -23,9 +23,12 @@ however deep, gets its verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import importlib
 import json
 import re
+import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache
 from itertools import chain, islice
@@ -35,17 +38,20 @@ import msgspec
 
 from ...generated import CONTRACTS, Contract
 from .contracts import (
+    BUNDLED_PACKAGE,
     AnyContract,
     contract_name,
     contract_names,
-    contract_schema,
     has_schema_only_rules,
+    owner_of,
+    package_schema_text,
 )
 from .errors import (
     MAX_VIOLATIONS,
     ContractError,
     MalformedJSON,
     UnknownContractError,
+    UnusableSchema,
     Violation,
     Violations,
     shown,
@@ -55,13 +61,22 @@ from .jsontext import pointer as json_pointer
 from .patterns import OutOfTime, deadline, matches, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
+from .schema_tree import validator_class
 
 if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaError
+    from jsonschema.protocols import Validator
     from referencing import Registry
 
-__all__ = ["BUNDLED", "ContractSet", "convert", "decode", "parse_document", "violations"]
+__all__ = [
+    "BUNDLED",
+    "ContractSet",
+    "contracts_of",
+    "convert",
+    "decode",
+    "parse_document",
+    "violations",
+]
 
 _ARRAY_INDEX = re.compile(r"[0-9]+")
 _TOO_DEEP_FOR_SCHEMA = (
@@ -97,9 +112,10 @@ class ContractSet:
     ) -> None:
         """A set of the contracts that `schemas` maps by name to their self-contained schemas.
 
-        Each schema must be a valid draft 2020-12 schema whose references
-        all point into its own `$defs` (as `plancontracts.runtime.core.schema_tree`
-        bundles them); it is read, never changed. `types` maps the contracts
+        Each schema must be a valid schema of the draft it declares (2020-12
+        when it declares none), self-contained (as
+        `plancontracts.runtime.core.schema_tree` bundles them); it is read,
+        never changed. `types` maps the contracts
         that have one to their generated type; `schema_only_rules` names the
         typed contracts whose schema checks more than their type can; `rules`
         gives a contract's rules beyond the schema (by default, none).
@@ -114,12 +130,41 @@ class ContractSet:
         self._schema_only_rules = schema_only_rules
         self._rules = rules
         self._pattern_seconds = pattern_seconds
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, Validator] = {}
         self._default_rules: dict[str, Rules | None] = {}
 
     def names(self) -> tuple[str, ...]:
         """The names of the contracts, sorted."""
         return tuple(sorted(self._schemas))
+
+    def __getitem__(self, name: str) -> Contract[Any]:
+        """The handle of the contract `name`, for `decode`, `violations`, `schema_text`...
+
+        Typed `Contract[Any]`: a set read from schemas has no generated types
+        for mypy to know (a package `plancontracts generate` writes has).
+        Raises `UnknownContractError`, with the closest names, for an unknown one.
+        """
+        self.require(name)
+        return _SetContract(name, self._types.get(name, Any), "", contracts=self)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schemas
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._schemas)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(self.names()[:5]) + (", ..." if len(self) > 5 else "")
+        return f"<ContractSet of {len(self)}: {shown}>"
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The self-contained schema of the contract `name`, a fresh copy on every call."""
+        self.require(name)
+        schema: dict[str, Any] = copy_json(self._schemas[name], lambda leaf: leaf)
+        return schema
 
     def require(self, contract: str) -> None:
         """Raise `UnknownContractError` unless `contract` names one of the set's contracts."""
@@ -213,40 +258,97 @@ class ContractSet:
             raise ValueError(f"{rules.name} are rules of {rules.contract}, not of {contract}")
         return rules
 
-    def _validator(self, contract: str) -> Draft202012Validator:
+    def _validator(self, contract: str) -> Validator:
         validator = self._validators.get(contract)
         if validator is None:
             self.require(contract)
-            validator = _bounded_validator()(self._schemas[contract], registry=_nothing_retrieved())
+            schema = self._schemas[contract]
+            checker = _bounded_validator(validator_class(schema))
+            validator = checker(schema, registry=_nothing_retrieved())
             self._validators[contract] = validator
         return validator
 
 
-class _BundledSchemas(Mapping[str, Mapping[str, Any]]):
-    """plancontracts' own schemas by name, each read when first needed."""
+@dataclasses.dataclass(frozen=True)
+class _SetContract(Contract[Any]):
+    """A handle of a `ContractSet`, which holds its schema: see `ContractSet.__getitem__`."""
+
+    contracts: ContractSet = dataclasses.field(kw_only=True, repr=False)
+
+
+class _PackageSchemas(Mapping[str, Mapping[str, Any]]):
+    """The schemas of a generated package by name, each read when first needed."""
+
+    def __init__(self, package: str, names: Collection[str]) -> None:
+        self._package = package
+        self._names = names
 
     def __getitem__(self, name: str) -> Mapping[str, Any]:
-        if name not in CONTRACTS:
+        if name not in self._names:
             raise KeyError(name)
-        return contract_schema(name)
+        schema: Mapping[str, Any] = json.loads(package_schema_text(self._package, name))
+        return schema
 
     def __contains__(self, name: object) -> bool:
-        return name in CONTRACTS  # without reading the schema
+        return name in self._names  # without reading the schema
 
     def __iter__(self) -> Iterator[str]:
-        return iter(contract_names())
+        return iter(sorted(self._names))
 
     def __len__(self) -> int:
-        return len(CONTRACTS)
+        return len(self._names)
 
 
 BUNDLED = ContractSet(
-    _BundledSchemas(),
+    _PackageSchemas(BUNDLED_PACKAGE, CONTRACTS),
     types={name: contract.type for name, contract in CONTRACTS.items()},
     schema_only_rules=frozenset(filter(has_schema_only_rules, contract_names())),
     rules=rules_of,
 )
 "plancontracts' own contracts: the set `decode`, `convert` and `violations` judge by."
+
+
+@cache
+def _package_contracts(package: str) -> ContractSet:
+    """The contracts of a generated package, by its index, with their types and schemas.
+
+    Raises `UnusableSchema` when `package` is not one `plancontracts generate` wrote.
+    """
+    module = sys.modules.get(package) or importlib.import_module(package)
+    handles = getattr(module, "CONTRACTS", None)
+    schema_only = getattr(module, "SCHEMA_ONLY_RULES", None)
+    if not isinstance(handles, dict) or not isinstance(schema_only, dict):
+        raise UnusableSchema(f"{package}: is not a package `plancontracts generate` wrote")
+    return ContractSet(
+        _PackageSchemas(package, handles),
+        types={name: handle.type for name, handle in handles.items()},
+        schema_only_rules=frozenset(name for name, rules in schema_only.items() if rules),
+        pattern_seconds=PATTERN_SECONDS,
+    )
+
+
+PATTERN_SECONDS = 2.0
+"""How long the patterns of a user's contracts may take to judge one document: a pattern such
+as `^(a|a)*$` takes days on a string of 40 characters. plancontracts' own are not bounded: each
+is known (tests/test_patterns.py)."""
+
+
+def contracts_of(contract: AnyContract) -> tuple[ContractSet, str]:
+    """The set that judges `contract`, and its name there.
+
+    A name is one of plancontracts' own (`BUNDLED`); a handle belongs to
+    plancontracts, to the generated package that wrote it, or to the set
+    `load_contracts` gave it from. Raises TypeError for anything else.
+    """
+    name = contract_name(contract)
+    if isinstance(contract, str):
+        return BUNDLED, name
+    owner = owner_of(contract)
+    if isinstance(owner, ContractSet):
+        return owner, name
+    if contract.package == BUNDLED_PACKAGE:
+        return BUNDLED, name
+    return _package_contracts(contract.package), name
 
 
 @overload
@@ -266,7 +368,8 @@ def decode(contract: AnyContract, data: bytes | str, *, rules: Rules | None = No
     `UnknownContractError` when no contract has that name. `rules` are the
     checks beyond the schema (see `violations`).
     """
-    return BUNDLED.decode(contract_name(contract), data, rules=rules)
+    contracts, name = contracts_of(contract)
+    return contracts.decode(name, data, rules=rules)
 
 
 @overload
@@ -284,7 +387,8 @@ def convert(contract: AnyContract, value: Any, *, rules: Rules | None = None) ->
     no contract has that name. `rules` are the checks beyond the schema (see
     `violations`).
     """
-    return BUNDLED.convert(contract_name(contract), value, rules=rules)
+    contracts, name = contracts_of(contract)
+    return contracts.convert(name, value, rules=rules)
 
 
 def violations(contract: AnyContract, value: Any, *, rules: Rules | None = None) -> Violations:
@@ -299,7 +403,8 @@ def violations(contract: AnyContract, value: Any, *, rules: Rules | None = None)
     their size: where there are more than `MAX_VIOLATIONS`, the search stops
     and the result lists the first ones found, with `complete` False.
     """
-    return BUNDLED.violations(contract_name(contract), value, rules=rules)
+    contracts, name = contracts_of(contract)
+    return contracts.violations(name, value, rules=rules)
 
 
 def parse_document(contract: AnyContract, data: bytes | str) -> Any:
@@ -308,7 +413,8 @@ def parse_document(contract: AnyContract, data: bytes | str) -> Any:
     Raises `UnknownContractError` first when no contract has that name, and
     TypeError when `data` is neither bytes nor str.
     """
-    return BUNDLED.parse_document(contract_name(contract), data)
+    contracts, name = contracts_of(contract)
+    return contracts.parse_document(name, data)
 
 
 def _rule_violations(rules: Rules | None, value: Any) -> list[Violation]:
@@ -381,7 +487,7 @@ def _document_order(violation: Violation) -> tuple[tuple[int, int, str], ...]:
 
 
 @cache
-def _bounded_validator() -> type[Draft202012Validator]:
+def _bounded_validator(base: Any) -> Any:
     """A validator class whose work is bounded by what is explained.
 
     jsonschema's own keywords write a message quoting the offending value
@@ -397,10 +503,14 @@ def _bounded_validator() -> type[Draft202012Validator]:
     """
     # Imported here: jsonschema costs a tenth of a second to import, which
     # every skill script and CLI call would pay for nothing.
-    from jsonschema import Draft202012Validator, validators
+    from jsonschema import validators
 
-    extend: Callable[..., type[Draft202012Validator]] = validators.extend  # untyped in its stubs
-    return extend(Draft202012Validator, _bounded_keywords())
+    # Only the keywords the draft has: draft 4 has no `const`, and must not start judging by it.
+    bounded = {
+        key: keyword for key, keyword in _bounded_keywords().items() if key in base.VALIDATORS
+    }
+    extend: Callable[..., Any] = validators.extend  # untyped in its stubs
+    return extend(base, bounded)
 
 
 @cache

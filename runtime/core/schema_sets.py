@@ -1,0 +1,101 @@
+"""A user's own contracts: any schema file, folder or generated package, held as a `ContractSet`.
+
+    contracts = load_contracts("schemas/recipe.json")
+    recipe = contracts["recipe"]            # a handle, as `PLAN` is one
+    problems = violations(recipe, value)    # every violation, with its JSON Pointer
+
+The set judges as plancontracts' own contracts are judged (the same strict
+parsing, messages, pointers and cap), by the schemas alone: a set read from
+schemas has no generated types, and decodes to JSON values. The handles of a
+package `plancontracts generate` wrote decode into its types.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import UnusableSchema
+from .schema_tree import GENERATED_BY, SchemaTree, walk
+from .validation import PATTERN_SECONDS, ContractSet
+
+__all__ = ["load_contracts"]
+
+
+def load_contracts(
+    *paths: str | os.PathLike[str], resources: Mapping[str, Any] | None = None
+) -> ContractSet:
+    """The contracts of a schema folder, of schema files, or of a generated package's folder.
+
+    A folder laid out as plancontracts' schemas/ is (a folder per family, a
+    file per contract) gives each of its contracts; one or more schema files
+    are each a contract, named after the file (`Recipe.schema.json` is
+    `recipe`); the folder of a package `plancontracts generate` wrote gives
+    its contracts by their bundled schemas (no code of it is run: import the
+    package for its typed handles). Schemas of drafts 4, 6, 7, 2019-09 and
+    2020-12 are judged by the draft they declare (2020-12 when none); `$id`
+    is optional. `resources` maps URIs to more schemas that references may
+    name (a remote `$ref` is never fetched). Raises `UnusableSchema`, one
+    line naming the file and the rule, for schemas that cannot be used, and
+    TypeError when no path is given.
+    """
+    if not paths:
+        raise TypeError("load_contracts() takes at least one path")
+    given = [Path(path) for path in paths]
+    folder = given[0] if len(given) == 1 and given[0].is_dir() else None
+    # Files given are named in messages as given; a folder's, inside it.
+    where = f"{folder}: " if folder is not None and not _is_generated(folder) else ""
+    try:
+        if folder is not None:
+            tree = _tree_of_folder(folder, resources)
+        else:
+            for path in given:
+                if path.is_dir():
+                    raise UnusableSchema(f"{path}: is a folder; give it alone, or give files")
+            tree = SchemaTree(files=given, resources=resources)
+        bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
+        for name, bundle in bundles.items():
+            for pointer, node in walk(bundle):
+                _check_patterns(node, f"{tree.contracts[name].path}#{pointer}")
+    except UnusableSchema as error:
+        raise UnusableSchema(f"{where}{error}") from None
+    except RecursionError:  # bundling and checking follow the schema's depth
+        raise UnusableSchema(f"{where or given[0]}: nests its references too deeply") from None
+    return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
+
+
+def _tree_of_folder(folder: Path, resources: Mapping[str, Any] | None) -> SchemaTree:
+    """A schema folder's tree, or, for a generated package's folder, that of its schemas."""
+    if not _is_generated(folder):
+        return SchemaTree(folder, resources=resources)
+    files = sorted((folder / "schemas").glob("*.json"))
+    if not files:
+        raise UnusableSchema("a generated package with no schemas/ folder")
+    return SchemaTree(files=files, resources=resources)
+
+
+def _is_generated(folder: Path) -> bool:
+    """Whether `folder` holds a package `plancontracts generate` wrote."""
+    try:
+        with (folder / "__init__.py").open(encoding="utf-8") as stream:
+            return stream.readline().startswith(GENERATED_BY)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _check_patterns(node: dict[str, Any], where: str) -> None:
+    """Raise UnusableSchema for a pattern of `node` that the matcher cannot compile."""
+    import regex
+
+    from .patterns import compiled
+
+    pattern = node.get("pattern")
+    patterns = [pattern] if isinstance(pattern, str) else []
+    for each in [*patterns, *node.get("patternProperties", {})]:
+        try:
+            compiled(each)
+        except regex.error as error:
+            problem = f"{where}: the pattern {each!r} cannot be used: {error}"
+            raise UnusableSchema(problem) from None
