@@ -615,7 +615,7 @@ def test_validate_schemas_knows_only_the_folders_contracts_and_no_family_rules(
     unknown = run("validate", "--schemas", "my-schemas", "plan", "soup.json", cwd=tmp_path)
     assert (unknown.returncode, unknown.stdout) == (2, "")
     assert unknown.stderr == (
-        "plancontracts: error: unknown contract \"plan\"; the contracts are: recipe\n"
+        'plancontracts: error: unknown contract "plan"; the contracts are: recipe\n'
     )
     copy = shutil.copytree(Path(__file__).resolve().parent.parent / "schemas", tmp_path / "copy")
     block = tmp_path / "block.json"

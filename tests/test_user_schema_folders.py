@@ -18,7 +18,6 @@ import jsonschema._utils
 import pytest
 from commands import cli
 
-from plancontracts.runtime.cli import commands
 from plancontracts.runtime.core import schema_sets
 from plancontracts.runtime.core.errors import UnusableSchema
 from plancontracts.runtime.core.schema_tree import (

@@ -60,7 +60,9 @@ def test_decode_refuses_other_types() -> None:
 
 
 def test_an_unknown_contract_is_a_lookup_error_naming_the_known_ones() -> None:
-    with pytest.raises(UnknownContractError, match=r'unknown contract "plans" \(did you mean "plan"\?\).*plan,'):
+    with pytest.raises(
+        UnknownContractError, match=r'unknown contract "plans" \(did you mean "plan"\?\).*plan,'
+    ):
         decode("plans", b"{}")
 
 
