@@ -299,9 +299,7 @@ class GithubReport:
 
 # SARIF -------------------------------------------------------------------------------------
 
-SARIF_SCHEMA = (
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-)
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/os/schemas/sarif-schema-2.1.0.json"
 _RULE_TEXTS = {
     RULE: "breaks a rule of the contract that its schema cannot state",
     NOT_JSON: "is no JSON document (malformed, too large, or an empty line of NDJSON)",
