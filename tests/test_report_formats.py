@@ -382,7 +382,8 @@ def test_escaping_follows_githubs_rules() -> None:
 
 
 def test_artifact_uris_are_uri_references_that_give_back_the_name() -> None:
-    for name in ["plan.json", "my plan.json", "a:b.json", "dir/ü?#.json", "/abs/x y.json"]:
+    names = ["plan.json", "my plan.json", "a:b.json", "dir/ü?#.json", "/abs/x y.json", "a\nb%0A"]
+    for name in names:
         uri = artifact_uri(name)
         assert _URI_REFERENCE.fullmatch(uri), uri
         assert ":" not in uri.removeprefix("file://"), "no relative name reads as a scheme"
@@ -405,6 +406,14 @@ def test_locate_finds_values_keys_and_the_nearest_place_of_what_is_missing() -> 
     assert text[found["/tools/1/nope/2"].value :].startswith(b'{"toolPath"')
     with pytest.raises(ValueError, match="not a JSON Pointer"):
         locate(text, ["tools"])
+
+
+def test_a_violation_whose_pointer_is_not_one_gets_no_place() -> None:
+    # Rules beyond the schema write their own pointers: a wrong one costs its place only.
+    text = b'{"a": 1}'
+    violations = Violations([Violation("a", "no pointer"), Violation("/a", "is 1")])
+    found = list(findings(Outcome("x.json", None, violations, text=text)))
+    assert [(f.rule, f.line, f.column) for f in found] == [(RULE, None, None), (RULE, 1, 7)]
 
 
 def test_keys_with_escapes_and_pointer_escapes_are_found() -> None:
