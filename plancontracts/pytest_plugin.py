@@ -45,8 +45,9 @@ SCHEMA = "schema"
 
 
 def _fail(message: str) -> NoReturn:
-    # A failure the test shows as its one line, without a traceback into this plugin.
-    pytest.fail(message, pytrace=False)
+    # A failure the test shows as its one line: no traceback into this plugin, and
+    # (raised from None) not the exception it replaces either.
+    raise pytest.fail.Exception(message, pytrace=False) from None
 
 
 @cache
@@ -131,12 +132,15 @@ class Tokenizer:
             path = packaged_model_file() if self.path is None else self.path
             return _vocabulary(path)
         except ImportError as error:
+            if error.name != "llama_cpp" and self.path is not None:
+                raise  # not a missing extra: a broken installation, told as Python tells it
             needed = "llama-cpp-python" if error.name == "llama_cpp" else "the packaged model"
-            _fail(f"counting tokens under {self.name} needs {needed}: {unless}")
+            failure = f"counting tokens under {self.name} needs {needed}: {unless}"
         except NotAModel as error:
-            _fail(f"prompt tokenizer {error}")
+            failure = f"prompt tokenizer {error}"
         except (OSError, ValueError) as error:
-            _fail(f"prompt tokenizer {self.name}: cannot read its vocabulary: {error}")
+            failure = f"prompt tokenizer {self.name}: cannot read its vocabulary: {error}"
+        _fail(failure)
 
 
 def tokenizer_of(setting: str | os.PathLike[str] | None, base: Path) -> Tokenizer | None:
@@ -259,10 +263,14 @@ class PromptSnapshot:
             _fail(f"a prompt snapshot holds text, not {type(other).__name__}")
         return bool(self._assertion == self.snapshot_text(other))
 
-    def explain(self, diff_mode: Any) -> list[str]:
-        """The lines pytest shows for a failed comparison: syrupy's diff of the last one."""
-        lines: list[str] = self._assertion.get_assert_diff(diff_mode=diff_mode)
-        return [f"[+ received] == [- {self._assertion.name}]", *lines]
+    def explain(self, config: pytest.Config, op: str, received: object) -> list[str] | None:
+        """What pytest shows for a failed `received == self`: syrupy's own diff of the last."""
+        import syrupy
+
+        shown: list[str] | None = syrupy.pytest_assertrepr_compare(
+            config, op, received, self._assertion
+        )
+        return shown
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -325,7 +333,8 @@ def _markdown(folder: str | None) -> type[Any]:
 def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: object, right: object
 ) -> list[str] | None:
-    for side in (right, left):
-        if op == "==" and isinstance(side, PromptSnapshot):
-            return side.explain(getattr(config.option, "diff_mode", "detailed"))
+    if isinstance(right, PromptSnapshot):
+        return right.explain(config, op, left)
+    if isinstance(left, PromptSnapshot):
+        return left.explain(config, op, right)
     return None
