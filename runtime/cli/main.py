@@ -246,6 +246,27 @@ def _settle_standard_output() -> None:
             os.close(devnull)
 
 
+def _version_action() -> type[argparse.Action]:
+    """--version: the installed distribution's version, looked up only when asked (80 ms)."""
+    import argparse
+
+    class Version(argparse.Action):
+        def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                found = version("plancontracts")  # plancontracts.__version__, as pyproject reads it
+            except PackageNotFoundError:  # a checkout that was never installed
+                found = "(not installed)"
+            sys.stdout.write(f"{parser.prog} {found}\n")
+            parser.exit()
+
+    return Version
+
+
 def _parser() -> argparse.ArgumentParser:
     """The parser of every command: the contracts' own, then each family's."""
     import argparse
@@ -269,6 +290,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="plancontracts",
         description="Schema-first contracts for LLM planning systems.",
     )
+    parser.add_argument("--version", action=_version_action(), help="print the version and exit")
     subcommands = parser.add_subparsers(required=True, metavar="COMMAND")
     rules_options = [option for family in families for option in family.RULES_OPTIONS]
     commands.register(subcommands, rules_options)

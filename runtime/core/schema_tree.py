@@ -462,10 +462,62 @@ def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
         registry = _meta_schemas().combine(registry)
         for reference, base in _references(bundle, uri):
             registry.resolver(base_uri=base).lookup(reference)
+        loop = _loop_in_place(bundle, registry.resolver(base_uri=uri), specification)
     except Unresolvable as error:
         raise UnusableSchema(f"{path}: a reference names nothing: {error}") from None
     except ValueError as error:  # a URI that cannot be parsed
         raise UnusableSchema(f"{path}: a reference cannot be read: {error}") from None
+    if loop is not None:
+        raise UnusableSchema(
+            f"{path}: the reference {loop!r} leads back to itself without going into the "
+            "document: judging any value would never end"
+        )
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf")
+"Keywords whose subschemas judge the value their schema judges, not a part of it."
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+
+
+def _loop_in_place(root: JSONSchema, resolver: Any, specification: Any) -> str | None:
+    """A reference that leads back to itself judging the same value, or None if none does.
+
+    `{"$ref": "#"}`, or `a` -> `b` -> `a` through `$ref`, `allOf` and the
+    like: the validator would follow it until Python's recursion limit.
+    Walked with a stack, each schema once.
+    """
+    done: set[int] = set()
+    # Each entry: a schema, the resolver of its base, the reference that led to it, and
+    # whether its subschemas were pushed (then it is on the path while they are walked).
+    path: set[int] = set()
+    pending: list[tuple[Any, Any, str, bool]] = [(root, resolver, "#", False)]
+    while pending:
+        node, here, via, expanded = pending.pop()
+        if expanded:
+            path.discard(id(node))
+            done.add(id(node))
+            continue
+        if not isinstance(node, dict) or id(node) in done:
+            continue
+        if id(node) in path:
+            return via
+        path.add(id(node))
+        pending.append((node, here, via, True))
+        if isinstance(node.get("$id"), str) and node is not root:
+            here = here.in_subresource(specification.create_resource(node))
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            reference = node.get(keyword)
+            if isinstance(reference, str):
+                found = here.lookup(reference)
+                pending.append((found.contents, found.resolver, reference, False))
+        for keyword in _IN_PLACE:
+            if isinstance(node.get(keyword), list):
+                pending += [(sub, here, via, False) for sub in node[keyword]]
+        for keyword in _IN_PLACE_ONE:
+            pending.append((node.get(keyword), here, via, False))
+        if isinstance(node.get("dependentSchemas"), dict):
+            pending += [(sub, here, via, False) for sub in node["dependentSchemas"].values()]
+    return None
 
 
 def _meta_schemas() -> Any:

@@ -1,0 +1,368 @@
+"""A user's own contracts, first-class: `load_contracts`, `validate --schema`, `generate --schema`.
+
+Any schema a user already has is a contract: one file or several, of drafts
+4 to 2020-12 (judged by the draft it declares), with or without `$id`,
+whatever its root holds; its handle works with every function a bundled
+handle works with. What cannot be judged is refused when the schemas are
+read, in one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import socket
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from commands import cli
+
+import plancontracts
+from plancontracts import (
+    Contract,
+    ContractError,
+    ContractSet,
+    UnknownContractError,
+    UnusableSchema,
+    contract_schema,
+    decode,
+    load_contracts,
+    schema_text,
+    violations,
+)
+
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+DRAFT4 = "http://json-schema.org/draft-04/schema#"
+DRAFT2019 = "https://json-schema.org/draft/2019-09/schema"
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing here may be fetched: any attempt fails the test."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a schema was fetched")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+def schema_file(tmp_path: Path, name: str, schema: Any) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    return path
+
+
+def verdicts(contracts: ContractSet, values: list[Any]) -> list[bool]:
+    """Whether each value is valid, by the set's only contract."""
+    (name,) = contracts.names()
+    return [not violations(contracts[name], value) for value in values]
+
+
+def test_a_schema_file_is_a_contract_named_after_it(tmp_path: Path) -> None:
+    path = schema_file(
+        tmp_path,
+        "Recipe.schema.json",
+        {"type": "object", "properties": {"servings": {"type": "integer"}}, "required": ["name"]},
+    )
+    contracts = load_contracts(path)
+    assert contracts.names() == ("recipe",)
+    recipe = contracts["recipe"]
+    assert isinstance(recipe, Contract)
+    # Open objects stay open: the schema decides. The value is the parsed JSON.
+    assert decode(recipe, '{"name": "Soup", "servings": 4, "note": "hot"}') == {
+        "name": "Soup",
+        "servings": 4,
+        "note": "hot",
+    }
+    with pytest.raises(ContractError) as refused:
+        decode(recipe, '{"servings": "four"}')
+    assert [str(v) for v in refused.value.violations] == [
+        '(document): missing required field "name"',
+        '/servings: expected an integer, got the string "four"',
+    ]
+    assert contract_schema(recipe)["required"] == ["name"]
+    assert schema_text(recipe).startswith("# recipe (`recipe`)")
+
+
+def test_an_unknown_name_says_which_was_meant(tmp_path: Path) -> None:
+    contracts = load_contracts(schema_file(tmp_path, "recipe.json", {}))
+    with pytest.raises(UnknownContractError, match=r'"recipes" \(did you mean "recipe"\?\)'):
+        contracts["recipes"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "values", "valid"),
+    [
+        # No root `type`: still a contract.
+        ({"minimum": 3}, [2, 3, "text"], [False, True, True]),
+        # Boolean schemas.
+        (True, [1, None, {}], [True, True, True]),
+        (False, [1, None, {}], [False, False, False]),
+        # No `$schema`: draft 2020-12, where `$ref` has siblings.
+        (
+            {
+                "$defs": {"a": {"type": "integer"}},
+                "properties": {"x": {"$ref": "#/$defs/a", "maximum": 5}},
+            },
+            [{"x": 3}, {"x": 10}],
+            [True, False],
+        ),
+        # Draft 7: `$ref` ignores its siblings.
+        (
+            {
+                "$schema": DRAFT7,
+                "definitions": {"a": {"type": "integer"}},
+                "properties": {"x": {"$ref": "#/definitions/a", "maximum": 5}},
+            },
+            [{"x": 3}, {"x": 10}, {"x": "a"}],
+            [True, True, False],
+        ),
+        # Draft 4: `exclusiveMaximum` is a boolean beside `maximum`; `const` is no keyword.
+        (
+            {"$schema": DRAFT4, "maximum": 5, "exclusiveMaximum": True, "const": 1},
+            [4, 5, 2],
+            [True, False, True],
+        ),
+        # Draft 2019-09: `$recursiveRef`.
+        (
+            {
+                "$schema": DRAFT2019,
+                "$recursiveAnchor": True,
+                "type": "object",
+                "additionalProperties": {"anyOf": [{"type": "integer"}, {"$recursiveRef": "#"}]},
+            },
+            [{"a": 1, "b": {"c": 2}}, {"a": {"b": "x"}}],
+            [True, False],
+        ),
+        # An anchor, and a pointer into a schema, not into `$defs`.
+        (
+            {
+                "properties": {
+                    "a": {"$anchor": "number", "type": "number"},
+                    "b": {"$ref": "#number"},
+                },
+                "items": {"$ref": "#/properties/a"},
+            },
+            [{"b": 1}, {"b": "x"}, [1, 2], [1, "x"]],
+            [True, False, True, False],
+        ),
+    ],
+)
+def test_each_schema_is_judged_by_its_draft_as_jsonschema_judges_it(
+    tmp_path: Path, schema: Any, values: list[Any], valid: list[bool]
+) -> None:
+    contracts = load_contracts(schema_file(tmp_path, "thing.json", schema))
+    assert verdicts(contracts, values) == valid
+    checker = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    assert [checker(schema).is_valid(value) for value in values] == valid
+
+
+def test_a_dynamic_reference_is_judged_as_the_specification_says(tmp_path: Path) -> None:
+    # The strict tree of JSON Schema's own example: its nodes refuse unknown fields.
+    tree = {
+        "$id": "https://example.com/tree",
+        "$dynamicAnchor": "node",
+        "type": "object",
+        "properties": {
+            "data": True,
+            "children": {"type": "array", "items": {"$dynamicRef": "#node"}},
+        },
+    }
+    strict = {
+        "$id": "https://example.com/strict-tree",
+        "$dynamicAnchor": "node",
+        "$ref": "tree",
+        "unevaluatedProperties": False,
+    }
+    files = [
+        schema_file(tmp_path, "tree.json", tree),
+        schema_file(tmp_path, "strict-tree.json", strict),
+    ]
+    contracts = load_contracts(*files)
+    document = {"children": [{"daat": 1}]}
+    assert not violations(contracts["tree"], document)
+    assert violations(contracts["strict-tree"], document)
+    # The bundle is self-contained: any JSON Schema tool judges it alike.
+    bundle = contract_schema(contracts["strict-tree"])
+    assert not jsonschema.Draft202012Validator(bundle).is_valid(document)
+
+
+def test_files_refer_to_each_other_by_their_paths_without_an_id(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    common = schema_file(
+        tmp_path, "lib/common.json", {"$defs": {"name": {"type": "string", "minLength": 1}}}
+    )
+    order = schema_file(
+        tmp_path, "order.json", {"properties": {"who": {"$ref": "lib/common.json#/$defs/name"}}}
+    )
+    contracts = load_contracts(order, common)
+    assert contracts.names() == ("common", "order")
+    assert [str(v) for v in violations(contracts["order"], {"who": ""})] == [
+        "/who: is 0 characters long; needs at least 1"
+    ]
+
+
+def test_a_remote_reference_is_read_from_the_resources_given_never_fetched(tmp_path: Path) -> None:
+    schema = {"properties": {"n": {"$ref": "http://localhost:1234/integer.json"}}}
+    path = schema_file(tmp_path, "thing.json", schema)
+    with pytest.raises(UnusableSchema, match=r"names no schema file given \(nothing is fetched\)"):
+        load_contracts(path)
+    contracts = load_contracts(
+        path, resources={"http://localhost:1234/integer.json": {"type": "integer"}}
+    )
+    assert verdicts(contracts, [{"n": 1}, {"n": "x"}]) == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("schema", "refusal"),
+    [
+        ({"$ref": "#"}, "leads back to itself"),
+        (
+            {
+                "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                "$ref": "#/$defs/a",
+            },
+            "leads back to itself",
+        ),
+        ({"anyOf": [{"type": "string"}, {"$ref": "#"}]}, "leads back to itself"),
+        ({"$ref": "#/$defs/missing"}, "#/$defs/missing: no such definition"),
+        ({"$dynamicRef": "#nowhere"}, "a reference names nothing"),
+        ({"$ref": "http://10.255.255.1/x.json"}, "nothing is fetched"),
+        ({"$ref": "file:///etc/passwd"}, "nothing is fetched"),
+        ({"$schema": "http://json-schema.org/draft-03/schema#"}, "no draft read here"),
+        ({"type": "wrong"}, "not a valid JSON Schema"),
+    ],
+)
+def test_a_schema_that_cannot_be_judged_is_refused_in_one_line(
+    tmp_path: Path, schema: Any, refusal: str
+) -> None:
+    path = schema_file(tmp_path, "thing.json", schema)
+    with pytest.raises(UnusableSchema) as refused:
+        load_contracts(path)
+    assert refusal in str(refused.value)
+    assert "\n" not in str(refused.value)
+    (tmp_path / "doc.json").write_text("{}", encoding="utf-8")
+    done = cli("validate", "--schema", str(path), str(tmp_path / "doc.json"))
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1)
+    assert done.stderr.startswith(f"plancontracts: error: --schema {path}")
+
+
+def test_a_recursive_schema_with_structure_is_judged(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"child": {"$ref": "#"}},
+        "additionalProperties": False,
+    }
+    contracts = load_contracts(schema_file(tmp_path, "node.json", schema))
+    deep: dict[str, Any] = {}
+    for _ in range(100):
+        deep = {"child": deep}
+    assert verdicts(contracts, [deep, {"child": {"x": 1}}]) == [True, False]
+
+
+def test_two_files_claiming_one_id_are_refused(tmp_path: Path) -> None:
+    one = schema_file(tmp_path, "one.json", {"$id": "https://ex.org/a.json"})
+    two = schema_file(tmp_path, "two.json", {"$id": "https://ex.org/a.json"})
+    with pytest.raises(
+        UnusableSchema, match=r"two.json: `\$id` https://ex.org/a.json is used twice"
+    ):
+        load_contracts(one, two)
+
+
+@pytest.mark.parametrize("name", ["1.json", ".json", "___.json"])
+def test_a_file_whose_name_gives_no_contract_name_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(UnusableSchema, match="rename the file"):
+        load_contracts(schema_file(tmp_path, name, {}))
+
+
+def test_a_folder_holds_contracts_whatever_their_root_and_libraries_of_definitions(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "kitchen").mkdir()
+    schema_file(tmp_path, "common.json", {"$defs": {"qty": {"type": "integer", "minimum": 1}}})
+    schema_file(tmp_path, "kitchen/portion.json", {"$ref": "../common.json#/$defs/qty"})
+    contracts = load_contracts(tmp_path)
+    assert contracts.names() == ("portion",)
+    assert [not violations(contracts["portion"], value) for value in (2, 0)] == [True, False]
+
+
+def test_validate_takes_a_schema_file_as_the_contract(tmp_path: Path) -> None:
+    schema = schema_file(tmp_path, "recipe.json", {"$schema": DRAFT7, "required": ["name"]})
+    (tmp_path / "good.json").write_text('{"name": "Soup"}', encoding="utf-8")
+    (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
+    good = cli("validate", "--schema", str(schema), str(tmp_path / "good.json"))
+    assert (good.returncode, good.stderr) == (0, "")
+    bad = cli(
+        "validate", "--schema", str(schema), str(tmp_path / "good.json"), str(tmp_path / "bad.json")
+    )
+    assert bad.returncode == 1
+    assert '  (document): missing required field "name"' in bad.stdout.splitlines()
+    both = cli("validate", "recipe", "--schema", str(schema), "--schemas", str(tmp_path), "x.json")
+    assert both.returncode == 2
+    folder = cli("validate", "--schema", str(tmp_path), str(tmp_path / "good.json"))
+    assert (folder.returncode, folder.stdout) == (2, "")
+
+
+def test_the_version_is_the_distributions() -> None:
+    done = cli("--version")
+    assert (done.returncode, done.stdout) == (0, f"plancontracts {plancontracts.__version__}\n")
+
+
+# A generated package's handles ---------------------------------------------------------
+
+
+@pytest.fixture
+def recipes_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A package `generate --schema` wrote from one schema file, imported."""
+    schema = {
+        "title": "Recipe",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "servings": {"type": "integer", "minimum": 1},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    path = schema_file(tmp_path, "recipe.json", schema)
+    done = cli(
+        "generate",
+        "--schema",
+        str(path),
+        "--out",
+        str(tmp_path / "kitchen"),
+        "--package",
+        "kitchen",
+    )
+    assert done.returncode == 0, done.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module("kitchen")
+    for name in [name for name in sys.modules if name == "kitchen" or name.startswith("kitchen.")]:
+        del sys.modules[name]
+
+
+def test_a_generated_packages_handle_works_with_every_function(recipes_package: Any) -> None:
+    recipe = recipes_package.RECIPE
+    typed = decode(recipe, '{"name": "Soup", "servings": 2}')
+    assert type(typed).__name__ == "Recipe"
+    assert (typed.name, typed.servings) == ("Soup", 2)
+    with pytest.raises(ContractError) as refused:
+        decode(recipe, '{"name": "", "servings": 0, "salt": 1}')
+    # Every violation, where msgspec alone stops at the first.
+    assert [str(v) for v in refused.value.violations] == [
+        "/name: is 0 characters long; needs at least 1",
+        '/salt: unknown field "salt"',
+        "/servings: 0 is less than the minimum 1",
+    ]
+    assert contract_schema(recipe)["title"] == "Recipe"
+    assert schema_text(recipe).startswith("# Recipe (`recipe`)")
+    assert violations(recipe, {"name": "x"}) == ()
+    # The package's folder loads as a set judged by its schemas alone.
+    folder = Path(recipes_package.__file__).parent
+    assert load_contracts(folder).names() == ("recipe",)
