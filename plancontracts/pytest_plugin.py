@@ -34,7 +34,7 @@ import pytest
 if TYPE_CHECKING:
     from .runtime.core.contracts import AnyContract
 
-__all__ = ["PACKAGED", "PromptSnapshot", "Tokenizer", "packaged_model_file"]
+__all__ = ["PACKAGED", "PromptSnapshot", "Tokenizer", "packaged_model_file", "render"]
 
 PACKAGED = "packaged"
 "The `prompt_tokenizer` value naming the packaged model's vocabulary (the default)."

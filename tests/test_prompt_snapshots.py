@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaged_model import model_file
 
-from plancontracts import PLAN
+from plancontracts import PLAN, load_contracts, schema_text
 from plancontracts.pytest_plugin import Tokenizer, render
 from plancontracts.runtime.model.local import LocalModel
 
@@ -79,6 +79,36 @@ def test_the_snapshot_is_written_then_holds_then_fails_on_a_change(
 
     pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     assert "You plan for Bob." in (pytester.path / SNAPSHOT).read_text(encoding="utf-8")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+RECIPE_SCHEMA = """{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "title": "Recipe",
+  "type": "object",
+  "required": ["name"],
+  "properties": {"name": {"type": "string", "maxLength": 80}}
+}"""
+
+
+def test_a_users_own_contract_is_rendered_and_snapshot(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".json", recipe=RECIPE_SCHEMA)
+    pytester.makeini("[pytest]\nprompt_tokenizer = none")
+    pytester.makepyfile(
+        test_prompt="""
+        from plancontracts import load_contracts
+
+        RECIPE = load_contracts("recipe.json")["recipe"]
+
+        def test_recipe_prompt(prompt_snapshot):
+            assert prompt_snapshot.render("Cook.\\n\\n$schema", RECIPE) == prompt_snapshot
+        """
+    )
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    written = pytester.path / "__snapshots__" / "test_prompt" / "test_recipe_prompt.md"
+    recipe = load_contracts(pytester.path / "recipe.json")["recipe"]
+    assert written.read_text(encoding="utf-8") == f"Cook.\n\n{schema_text(recipe)}"
+    assert "`name` (required): a string (at most 80 characters)" in schema_text(recipe)
     pytester.runpytest().assert_outcomes(passed=1)
 
 

@@ -128,14 +128,20 @@ def test_examples_run(
     if page.name == "model-server.md":  # its examples ask a server: a stub answering plans
         monkeypatch.setenv("PLANCONTRACTS_SERVER", request.getfixturevalue("stub_server"))
     if kind == "python":
+        saved = re.match(r"# (test_\w+\.py)\n", body)
+        if saved:  # a test module the reader saves, for the shell examples after it to run
+            (folder / saved[1]).write_text(body, encoding="utf-8")
+            return
         if request.node.get_closest_marker("model"):  # the session's model, not a second one
             request.getfixturevalue("shared_model")
         monkeypatch.chdir(folder)
         exec(compile(body, f"{page.name}:{line}", "exec"), {})
         return
-    # `generate` without --out rewrites the project's generated/; with it, a folder of the reader's.
+    # `generate` without --out rewrites the project's generated/; with it, a folder of the
+    # reader's. So does `--snapshot-update` for the project's own tests/, not for the reader's.
     rewrites_the_project = re.search(
-        r"plancontracts generate(?! --check)(?![^\n]*--out)|--snapshot-update", body
+        r"plancontracts generate(?! --check)(?![^\n]*--out)|pytest tests/[^\n]*--snapshot-update",
+        body,
     )
     if rewrites_the_project or "dev.py bench" in body:
         pytest.skip("changes the project or times the machine: run by hand")
@@ -159,6 +165,7 @@ FRONTS = frozenset(
         "plancontracts",
         "plancontracts.generated",
         "plancontracts.runtime.model",
+        "plancontracts.pytest_plugin",
         *(f"plancontracts.generated.{family}" for family in FAMILY_PACKAGES),
         *(f"plancontracts.runtime.{family}" for family in FAMILY_PACKAGES),
     }
