@@ -22,6 +22,7 @@ from plancontracts.runtime.model.local import LocalModel
 pytest_plugins = ["pytester"]
 
 HIDDEN = Path(__file__).resolve().parent / "hidden"
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 
 A_TEST = """\
 from pathlib import Path
@@ -294,7 +295,9 @@ def test_a_prompt_snapshot_holds_text_only(pytester: pytest.Pytester) -> None:
 def test_the_count_is_the_full_models_count(packaged_model: LocalModel) -> None:
     vocabulary = Tokenizer.packaged()
     texts = [a_rendering(), "", "a prompt\n", "<start_of_turn>user\nÀ la 🎲 carte\n"]
-    texts += [path.read_text(encoding="utf-8") for path in Path("snapshots").rglob("*.md")][:5]
+    prompts = sorted(SNAPSHOTS.rglob("*.md"))
+    assert len(prompts) > 50  # the project's own texts for a model, every one
+    texts += [path.read_text(encoding="utf-8") for path in prompts]
     for text in texts:
         full = packaged_model.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
         assert vocabulary.count(text) == len(full)
