@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import sys
+from collections import deque
+from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
+
+import pytest
+from jsonschema import Draft202012Validator
 
 from plancontracts import decode
 from plancontracts.runtime.planning_blocks import mode_of
@@ -23,6 +30,8 @@ def load(name: str) -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: dataclasses look their module up there.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -51,3 +60,94 @@ def test_the_skills_benchmark_expects_only_bundled_skills_and_scores_a_planner()
     assert len(result["chosen"]) == len(result["seconds"]) == len(cases)
     first = cases.index(("tuning", "I light the torch", frozenset({"torch-lighter"})))
     assert result["chosen"][first] == ["torch-lighter"]
+
+
+def _reachable(schema: dict[str, object]) -> set[str]:
+    """The names of the `$defs` a schema's root reaches through its references."""
+    seen: set[str] = set()
+    pending: deque[object] = deque([{key: v for key, v in schema.items() if key != "$defs"}])
+    definitions = schema["$defs"]
+    assert isinstance(definitions, dict)
+    while pending:
+        node = pending.popleft()
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str):
+                name = reference.rsplit("/", 1)[1]
+                if name not in seen:
+                    seen.add(name)
+                    pending.append(definitions[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return seen
+
+
+def test_the_big_schema_is_two_megabytes_of_real_world_shapes_all_reached_from_its_root() -> None:
+    big_schema = load("big_schema")
+    text = big_schema.text()
+    schema = json.loads(text)
+    assert 1_900_000 < len(text) < 2_600_000
+    definitions = schema["$defs"]
+    assert len(definitions) == 1000
+    assert _reachable(schema) == set(definitions)
+    # A chain of 62 definitions, each referring to the next.
+    chain = sorted(name for name in definitions if re.fullmatch("Stage[0-9]{3}", name))
+    assert len(chain) == 62
+    assert all(
+        definitions[name]["properties"]["next"]["$ref"] == f"#/$defs/{after}"
+        for name, after in pairwise(chain)
+    )
+    # A node that refers to itself, and two definitions that refer to each other.
+    assert definitions["TreeNode"]["properties"]["children"]["items"]["$ref"] == "#/$defs/TreeNode"
+    assert definitions["Selector"]["properties"]["terms"]["items"]["$ref"] == "#/$defs/SelectorTerm"
+    assert definitions["SelectorTerm"]["properties"]["nested"]["$ref"] == "#/$defs/Selector"
+    objects = [node for node in definitions.values() if "properties" in node]
+    closed = [node for node in objects if node.get("additionalProperties") is False]
+    assert 0 < len(objects) - len(closed) < len(closed)
+    assert all("description" in node for node in definitions.values())
+    # The same bytes every time, and the closed form closes every object with properties.
+    assert big_schema.text() == text
+    closed_form = json.loads(big_schema.text(open_objects=False))["$defs"]
+    assert all(
+        node.get("additionalProperties") is False
+        for node in closed_form.values()
+        if "properties" in node
+    )
+
+
+@pytest.mark.parametrize("size", [1024, 20 * 1024])
+def test_the_big_schemas_documents_hold_exactly_the_violations_planted(size: int) -> None:
+    big_schema = load("big_schema")
+    schema = big_schema.schema(30)
+    Draft202012Validator.check_schema(schema)
+    validator = Draft202012Validator(schema)
+    valid = big_schema.document(30, size)
+    assert abs(len(valid) - size) < size // 5 + 200
+    assert list(validator.iter_errors(json.loads(valid))) == []
+    invalid = json.loads(big_schema.document(30, size, invalid=5))
+    assert len(list(validator.iter_errors(invalid))) == 5
+    assert big_schema.document(30, size, invalid=5) == big_schema.document(30, size, invalid=5)
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_the_user_schema_benchmark_runs_every_step_on_a_small_schema(tmp_path: Path) -> None:
+    # About 50 kB of schema from the same generator, and its 1 kB documents.
+    measurement = load("user_schema").measure(30, tmp_path, sizes={"1 kB": 1024})
+    assert 40_000 < measurement.schema_bytes < 60_000
+    rows = measurement.rows
+    failed = [(row.step, row.what, row.result) for row in rows if not (row.ok or row.refused)]
+    assert failed == []
+    documents = ["1 kB", "1 kB, 5 violations"]
+    generated = [row.what for row in rows if row.step == "generate" and row.ok]
+    assert [(row.step, row.what) for row in rows if row.step != "generate"] == [
+        ("load", ""),
+        *[("validate (CLI)", name) for name in documents],
+        *[("decode (API)", name) for name in documents],
+        ("import", "first (compiles)"),
+        ("import", "later (from __pycache__)"),
+        *[("decode (types)", name) for name in documents],
+    ]
+    assert len(generated) == 1
+    assert all(row.peak_kib > 0 and row.seconds > 0 for row in rows)
