@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from plancontracts.runtime.core.patterns import (
     OutOfTime,
     deadline,
     matches,
+    matching_budget,
     pattern_validator,
     python_pattern,
 )
@@ -132,6 +134,37 @@ def test_a_pattern_that_backtracks_without_end_stops_at_the_deadline() -> None:
     with deadline(0.2), pytest.raises(OutOfTime) as stopped:
         matches("^(a|a)*$", "a" * 40 + "!")
     assert stopped.value.pattern == "^(a|a)*$"
+
+
+def test_a_pattern_that_backtracks_without_end_spends_the_matching_budget() -> None:
+    with matching_budget(0.2), pytest.raises(OutOfTime) as stopped:
+        matches("^(a|a)*$", "a" * 40 + "!")
+    assert stopped.value.pattern == "^(a|a)*$"
+
+
+def test_the_matching_budget_counts_only_the_time_spent_matching() -> None:
+    # A budget is not a deadline: time between matches, spent judging other keywords of a
+    # large document, leaves it whole. Each match here takes microseconds.
+    with matching_budget(0.05):
+        time.sleep(0.1)
+        assert matches("^a$", "a")
+        time.sleep(0.1)
+        assert not matches("^a$", "b")
+    with deadline(0.05):
+        time.sleep(0.1)
+        with pytest.raises(OutOfTime):
+            matches("^a$", "a")
+
+
+def test_the_matching_budget_is_spent_by_matches_together() -> None:
+    # Each match backtracks for about 12 ms (16 `a`), within the budget alone: together,
+    # a few of them spend it.
+    def match_many() -> None:
+        for _ in range(10_000):
+            matches("^(a|a)*$", "a" * 16 + "!")
+
+    with matching_budget(0.05), pytest.raises(OutOfTime):
+        match_many()
 
 
 def test_a_profile_bug_is_one_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

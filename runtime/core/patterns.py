@@ -9,7 +9,9 @@ matched here, with `$` read as the end of the string.
 
 Matching uses `regex`, whose matching can be stopped: under `deadline`, a
 pattern that backtracks without end (`^(a+)+$` against `aaaa...!`) raises
-`OutOfTime` when the deadline comes, instead of running for minutes.
+`OutOfTime` when the deadline comes, instead of running for minutes. Under
+`matching_budget`, only the time spent matching counts: a large document
+that other keywords take long to judge is not cut short.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "compiled",
     "deadline",
     "matches",
+    "matching_budget",
     "pattern_keywords",
     "pattern_validator",
     "python_pattern",
@@ -54,6 +57,36 @@ def deadline(seconds: float | None) -> Iterator[None]:
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+class _Budget:
+    """Seconds of matching left to a block under `matching_budget`."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, seconds: float) -> None:
+        self.left = seconds
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("pattern budget", default=None)
+"What the patterns matched in the block under way may still take together; None: no limit."
+
+
+@contextmanager
+def matching_budget(seconds: float | None) -> Iterator[None]:
+    """Within the block, the patterns matched may take `seconds` together (None: no limit).
+
+    Past that, matching raises `OutOfTime`. Only the time spent matching
+    counts, where `deadline` is a moment on the clock: a document of 4 MB,
+    valid, that the other keywords of a 2 MB schema took over 2 s to judge
+    was refused under a deadline of 2 s, in the name of whichever pattern
+    came next.
+    """
+    token = _BUDGET.set(None if seconds is None else _Budget(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def time_left(pattern: str | None) -> float | None:
@@ -110,13 +143,27 @@ def compiled(pattern: str) -> regex_module.Pattern[str]:
 def matches(pattern: str, text: str) -> bool:
     """Whether `pattern` is found in `text`, as JSON Schema's `pattern` keyword asks.
 
-    Raises `OutOfTime` when the deadline (see `deadline`) comes first, and
-    `regex.error` when the pattern cannot be compiled.
+    Raises `OutOfTime` when the deadline (see `deadline`) comes first or the
+    budget (see `matching_budget`) is spent, and `regex.error` when the
+    pattern cannot be compiled.
     """
+    timeout = time_left(pattern)
+    budget = _BUDGET.get()
+    if budget is None:
+        try:
+            return compiled(pattern).search(text, timeout=timeout) is not None
+        except TimeoutError:
+            raise OutOfTime(pattern) from None
+    if budget.left <= 0:
+        raise OutOfTime(pattern)
+    timeout = budget.left if timeout is None else min(timeout, budget.left)
+    started = time.monotonic()
     try:
-        return compiled(pattern).search(text, timeout=time_left(pattern)) is not None
+        return compiled(pattern).search(text, timeout=timeout) is not None
     except TimeoutError:
         raise OutOfTime(pattern) from None
+    finally:
+        budget.left -= time.monotonic() - started
 
 
 def pattern_keywords() -> dict[str, Callable[..., Iterator[ValidationError]]]:
