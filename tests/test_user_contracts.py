@@ -309,6 +309,29 @@ def test_validate_takes_a_schema_file_as_the_contract(tmp_path: Path) -> None:
     assert (folder.returncode, folder.stdout) == (2, "")
 
 
+def test_documents_may_follow_options(tmp_path: Path) -> None:
+    schema = schema_file(tmp_path, "thing.json", {"type": "integer"})
+    for name, text in (("one.json", "1"), ("two.json", '"2"')):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    done = cli("validate", "--schema", str(schema), "one.json", "--json", "two.json", cwd=tmp_path)
+    assert [json.loads(line)["file"] for line in done.stdout.splitlines()] == [
+        "one.json",
+        "two.json",
+    ]
+    unknown = cli(
+        "validate", "--schema", str(schema), "one.json", "--bogus", "two.json", cwd=tmp_path
+    )
+    assert (unknown.returncode, unknown.stderr.splitlines()[-1]) == (
+        2,
+        "plancontracts: error: unrecognized arguments: --bogus",
+    )
+    elsewhere = cli("contracts", "extra")
+    assert (elsewhere.returncode, elsewhere.stderr.splitlines()[-1]) == (
+        2,
+        "plancontracts: error: unrecognized arguments: extra",
+    )
+
+
 def test_the_version_is_the_distributions() -> None:
     done = cli("--version")
     assert (done.returncode, done.stdout) == (0, f"plancontracts {plancontracts.__version__}\n")

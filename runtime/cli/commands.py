@@ -97,7 +97,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     for option in rules_options:
         option.add(validate)
-    validate.set_defaults(run=partial(_validate, rules_options=tuple(rules_options)))
+    validate.set_defaults(
+        run=partial(_validate, rules_options=tuple(rules_options)), files_after_options=True
+    )
 
     examples = commands.add_parser(
         "examples", help="validate the example documents bundled with every contract"

@@ -193,7 +193,8 @@ def _run(argv: Sequence[str] | None) -> int:
         )
 
         parser = _parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        _take_documents_after_options(parser, args, extra)
     try:
         if sys.stdout is None:  # started with standard output closed (`>&-`)
             raise StreamError("standard output is closed")
@@ -244,6 +245,25 @@ def _settle_standard_output() -> None:
             os.dup2(devnull, sys.stdout.fileno())
         finally:
             os.close(devnull)
+
+
+def _take_documents_after_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Add to a command's `files` the arguments argparse left after its options, or refuse them.
+
+    argparse gives a positional of many values (`FILE...`) only the arguments
+    before the first option: `validate plan a.json --json b.json` would leave
+    `b.json` unrecognized. A command whose defaults name `files_after_options`
+    takes them, in order; any other leftover is the usage error argparse gives.
+    """
+    taken = getattr(args, "files_after_options", False)
+    documents = [each for each in extra if taken and (each == "-" or not each.startswith("-"))]
+    refused = [each for each in extra if each not in documents]
+    if refused:
+        parser.error(f"unrecognized arguments: {' '.join(refused)}")
+    if documents:
+        args.files += documents
 
 
 def _version_action() -> type[argparse.Action]:
