@@ -58,7 +58,7 @@ from .errors import (
 )
 from .jsontext import copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
-from .patterns import OutOfTime, deadline, matches, pattern_keywords
+from .patterns import OutOfTime, matches, matching_budget, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
 from .schema_tree import validator_class
@@ -210,7 +210,7 @@ class ContractSet:
         # missing field apart, and its explanation names them all at once.
         found: dict[Violation, None] = {}
         try:
-            with deadline(self._pattern_seconds):
+            with matching_budget(self._pattern_seconds):
                 for violation in chain.from_iterable(
                     _explain(error, validator.schema) for error in errors
                 ):
