@@ -10,8 +10,12 @@ read, in one line.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import os
+import re
 import socket
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -389,3 +393,77 @@ def test_a_generated_packages_handle_works_with_every_function(recipes_package: 
     # The package's folder loads as a set judged by its schemas alone.
     folder = Path(recipes_package.__file__).parent
     assert load_contracts(folder).names() == ("recipe",)
+
+
+TYPED_USE = """\
+from typing import assert_type
+
+from kitchen import RECIPE
+from kitchen.recipe import Recipe
+from plancontracts import decode
+
+assert_type(decode(RECIPE, b"{}"), Recipe)
+servings: str = decode(RECIPE, b"{}").servings
+"""
+
+
+@pytest.mark.process  # mypy, as a user runs it on their code
+def test_a_generated_handle_decodes_typed_for_mypy(recipes_package: Any, tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("dev", Path(__file__).parents[1] / "dev.py")
+    assert spec is not None
+    assert spec.loader is not None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    view: Path = dev.type_check_view()  # the package as installed, for mypy to follow
+    use = tmp_path / "use.py"
+    use.write_text(TYPED_USE, encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-error-summary",
+            "--no-incremental",
+            str(use),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": f"{view}{os.pathsep}{tmp_path}"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    errors = re.findall(r"^(.+?):(\d+): error: .*\[([a-z-]+)\]$", done.stdout, flags=re.M)
+    # Only the misuse: `servings` is an `int | None`-like field, never a str.
+    assert [(Path(path).name, int(line), code) for path, line, code in errors] == [
+        ("use.py", 8, "assignment")
+    ], done.stdout
+
+
+def test_a_users_contract_has_a_decoding_profile_or_says_why_not(tmp_path: Path) -> None:
+    from plancontracts.runtime.core.profiles import contract_profile
+
+    order = {
+        "type": "object",
+        "properties": {"line": {"$ref": "#/$defs/line"}},
+        "required": ["line"],
+        "$defs": {"line": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+    }
+    contracts = load_contracts(schema_file(tmp_path, "order.json", order))
+    profile = contract_profile(contracts["order"])
+    assert profile["properties"]["line"]["properties"]["sku"]["type"] == "string"
+    assert jsonschema.Draft202012Validator(profile).is_valid({"line": {"sku": "a"}})
+    for name, schema, why in (
+        (
+            "tree.json",
+            {"type": "object", "properties": {"child": {"$ref": "#"}}},
+            "refers to itself",
+        ),
+        ("loose.json", {"properties": {"child": {"$ref": "#"}}}, "without a `type`"),
+        ("old.json", {"$schema": DRAFT7, "type": "object"}, "draft 2020-12"),
+        ("anchored.json", {"$defs": {"a": {"$anchor": "a"}}, "$ref": "#a"}, "names no entry"),
+    ):
+        handle = load_contracts(schema_file(tmp_path, name, schema))[name.removesuffix(".json")]
+        with pytest.raises(UnusableSchema, match=why):
+            contract_profile(handle)

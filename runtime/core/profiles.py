@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import AnyContract, contract_schema
-from .errors import ProfileBug
+from .contracts import AnyContract, contract_name, contract_schema
+from .errors import ProfileBug, UnusableSchema
 from .schema_text import display_pattern
+from .schema_tree import draft_of
 
 __all__ = [
     "WHITESPACE",
@@ -56,10 +57,46 @@ class Bounds:
 
 
 def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[str, Any]:
-    """The decoding schema of `contract` (a handle or a name), derived from its bundled schema."""
+    """The decoding schema of `contract` (a handle or a name), derived from its bundled schema.
+
+    Raises `UnusableSchema` for a user's contract no profile is derived from:
+    one of another draft than 2020-12, one whose references name anything but
+    entries of its `$defs`, one that refers to itself (a profile writes
+    every reference out).
+    """
     schema = contract_schema(contract)
-    derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
+    name = contract_name(contract)
+    if draft_of(schema) not in (None, "2020-12"):
+        raise UnusableSchema(f"{name}: a decoding profile is derived from a draft 2020-12 schema")
+    try:
+        derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
+    except UnusableSchema as error:
+        raise UnusableSchema(f"{name}: {error}") from None
+    except RecursionError:
+        raise UnusableSchema(
+            f"{name}: no decoding profile: the schema refers to itself, and a profile writes "
+            "every reference out"
+        ) from None
+    left = next((pointer for pointer, _ in _references_left(derived)), None)
+    if left is not None:  # under a schema without `type`, which the deriver copies as it is
+        raise UnusableSchema(
+            f"{name}: no decoding profile: the reference at {left or '/'} is under a schema "
+            "without a `type` the profile could write out"
+        )
     return {**derived, "x-guidance": WHITESPACE}
+
+
+def _references_left(node: Any, pointer: str = "") -> Any:
+    """Each place of a derived profile that still holds `$ref`, with its JSON Pointer."""
+    pending: list[tuple[str, Any]] = [(pointer, node)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, dict):
+            if "$ref" in value:
+                yield where, value
+            pending += [(f"{where}/{key}", sub) for key, sub in value.items()]
+        elif isinstance(value, list):
+            pending += [(f"{where}/{index}", sub) for index, sub in enumerate(value)]
 
 
 def closed(properties: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +139,10 @@ class Deriver:
     def derive(self, node: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in node:
             name = node["$ref"].removeprefix("#/$defs/")
+            if name not in self.definitions:  # only a user's contract can say so
+                raise UnusableSchema(
+                    f"no decoding profile: the reference {node['$ref']!r} names no entry of `$defs`"
+                )
             return self.derive({**self.definitions[name], **without(node, "$ref")})
         out = {key: value for key, value in node.items() if key not in _DROPPED}
         out = {key: value for key, value in out.items() if not key.startswith("x-")}
