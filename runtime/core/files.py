@@ -18,11 +18,25 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["lock_path", "locked", "replace_file", "staged_file"]
+__all__ = ["kind_of", "lock_path", "locked", "replace_file", "staged_file"]
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `mode` (`os.stat`'s) is that is not a regular file, for a one-line error."""
+    return _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
 
 
 def replace_file(path: Path, data: bytes) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
 from .errors import UnusableSchema
+from .files import kind_of
 
 JSONSchema = dict[str, Any]
 
@@ -65,13 +66,6 @@ MAX_FOLDER_PATTERNS = 1_000
 of `patternProperties`, and 90,000 took 40 s per document. plancontracts' own hold 22."""
 _VALUES = {"const", "enum", "default", "examples"}
 "Keywords whose value is data, not schemas."
-_KINDS = {
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 @dataclass(frozen=True)
@@ -762,7 +756,7 @@ def _read_schema_file(root: Path | None, path: Path, relative: Path, limit: int)
 
 def _require_regular(mode: int, relative: Path) -> None:
     if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
+        kind = kind_of(mode)
         raise UnusableSchema(f"{relative}: is not a regular file ({kind})")
 
 

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 
 from ..core.errors import ContractError, TooLarge
+from ..core.files import kind_of
 
 __all__ = ["inside", "read_regular_file", "reason"]
 
@@ -30,15 +31,6 @@ def inside(root: Path, relative: str) -> Path:
     if not path.is_relative_to(root):
         raise ValueError("leaves the skill folder")
     return path
-
-
-_KINDS = {
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 def read_regular_file(path: Path, limit: int) -> bytes:
@@ -64,7 +56,7 @@ def read_regular_file(path: Path, limit: int) -> bytes:
 
 def _require_regular(mode: int) -> None:
     if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "an unknown kind of file")
+        kind = kind_of(mode)
         raise ValueError(f"not a regular file ({kind})")
 
 
