@@ -467,3 +467,24 @@ def test_a_users_contract_has_a_decoding_profile_or_says_why_not(tmp_path: Path)
         handle = load_contracts(schema_file(tmp_path, name, schema))[name.removesuffix(".json")]
         with pytest.raises(UnusableSchema, match=why):
             contract_profile(handle)
+
+
+def test_schema_prints_a_users_contract_self_contained(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    schema_file(tmp_path, "lib/common.json", {"$defs": {"name": {"type": "string"}}})
+    schema_file(
+        tmp_path,
+        "lib/order.json",
+        {"type": "object", "properties": {"who": {"$ref": "common.json#/$defs/name"}}},
+    )
+    bundled = cli("schema", "order", "--schemas", str(tmp_path))
+    assert bundled.returncode == 0, bundled.stderr
+    assert json.loads(bundled.stdout)["$defs"] == {"name": {"type": "string"}}
+    text = cli("schema", "--schema", str(tmp_path / "lib" / "common.json"), "--text")
+    assert (text.returncode, text.stdout.splitlines()[0]) == (0, "# common (`common`)")
+    for arguments in (
+        ("schema",),
+        ("schema", "order", "--schema", str(tmp_path / "lib" / "order.json")),
+    ):
+        refused = cli(*arguments)
+        assert (refused.returncode, refused.stdout, refused.stderr.count("\n")) == (2, "", 1)

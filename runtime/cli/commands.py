@@ -32,7 +32,7 @@ from ..commandkit import (
     stdin_at_most_once,
     unreadable,
 )
-from ..core.contracts import contract_names, contract_schema
+from ..core.contracts import AnyContract, contract_names, contract_schema
 from ..core.errors import (
     ContractError,
     MalformedJSON,
@@ -57,10 +57,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     contracts = commands.add_parser("contracts", help="list the contracts")
     contracts.set_defaults(run=_contracts)
 
-    schema = commands.add_parser("schema", help="print a contract's schema")
-    schema.add_argument("contract", metavar="CONTRACT")
+    schema = commands.add_parser(
+        "schema",
+        help="print a contract's schema, self-contained",
+        usage="%(prog)s CONTRACT [--schemas DIR] [--text]\n"
+        "       %(prog)s --schema SCHEMA [--text]",
+    )
+    schema.add_argument("contract", metavar="CONTRACT", nargs="?")
     schema.add_argument(
         "--text", action="store_true", help="print the text shown to a model instead of JSON"
+    )
+    whose = schema.add_mutually_exclusive_group()
+    whose.add_argument("--schema", type=Path, metavar="SCHEMA", help="the contract of this file")
+    whose.add_argument(
+        "--schemas", type=Path, metavar="DIR", help="a contract of this schema folder"
     )
     schema.set_defaults(run=_schema)
 
@@ -141,10 +151,22 @@ def _contracts(args: argparse.Namespace, out: Output) -> int:
 
 
 def _schema(args: argparse.Namespace, out: Output) -> int:
-    if args.text:
-        out.write(schema_text(args.contract))
+    contract: AnyContract
+    if args.schema is not None:
+        if args.contract is not None:
+            raise UsageError("give a CONTRACT or --schema, not both: the file is the contract")
+        contracts = _user_contracts("--schema", args.schema)
+        contract = contracts[contracts.names()[0]]
+    elif args.contract is None:
+        raise UsageError("give the CONTRACT whose schema to print, or --schema SCHEMA")
+    elif args.schemas is not None:
+        contract = _user_contracts("--schemas", args.schemas)[args.contract]
     else:
-        out.write(json.dumps(contract_schema(args.contract), indent=2, ensure_ascii=False) + "\n")
+        contract = args.contract
+    if args.text:
+        out.write(schema_text(contract))
+    else:
+        out.write(json.dumps(contract_schema(contract), indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 

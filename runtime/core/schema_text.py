@@ -46,7 +46,8 @@ def schema_sections(contract: AnyContract) -> list[tuple[str, str]]:
     schema = contract_schema(contract)
     renderer = _Renderer(schema.get("$defs", {}))
     title = schema.get("title", name)
-    head = f"# {title} (`{name}`)\n\n{schema.get('description', '').strip()}\n"
+    about = schema.get("description", "").strip()
+    head = f"# {title} (`{name}`)\n\n{about}\n" if about else f"# {title} (`{name}`)\n"
     sections = [("", f"{head}\n{renderer.body(schema)}")]
     while renderer.pending:
         name = renderer.pending.pop(0)
