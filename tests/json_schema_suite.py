@@ -282,26 +282,35 @@ class SuiteRun:
             return _verdicts(case, lambda data: _decodes(handle, data))
 
     def _generate_file(self, case: Case) -> None:
-        """Generate the cases of `case`'s keyword file: together, or else each alone."""
+        """Generate the cases of `case`'s keyword file, as few packages as they allow."""
         siblings = [each for each in self.cases(case.draft) if each.file == case.file]
-        files = [self._generate_input(each) for each in siblings]
-        resources = self.resources(case.draft)
+        self._generate_together(siblings, self.resources(case.draft))
+
+    def _generate_together(self, group: list[Case], resources: Mapping[str, Any]) -> None:
+        """Generate `group` as one package; if that fails, each half, down to each case alone.
+
+        Halving finds the few schemas a keyword file's package fails on in
+        a few runs of the generator, where one run per case would take one
+        per case.
+        """
+        files = [self._generate_input(each) for each in group]
         try:
             package = self._package(files, resources)
-        except Exception:  # told apart case by case below
-            package = None
-        for each, path in zip(siblings, files, strict=True):
-            if package is not None:
+        except UnusableSchema as error:
+            if len(group) == 1:
+                self._generated[group[0].id] = _refused(error)
+                return
+        except Exception as error:
+            if len(group) == 1:
+                self._generated[group[0].id] = _crashed("generating", error)
+                return
+        else:
+            for each, path in zip(group, files, strict=True):
                 self._generated[each.id] = package.CONTRACTS[path.stem]
-                continue
-            try:
-                alone = self._package([path], resources)
-            except UnusableSchema as error:
-                self._generated[each.id] = _refused(error)
-            except Exception as error:
-                self._generated[each.id] = _crashed("generating", error)
-            else:
-                self._generated[each.id] = alone.CONTRACTS[path.stem]
+            return
+        half = len(group) // 2
+        self._generate_together(group[:half], resources)
+        self._generate_together(group[half:], resources)
 
     def _generate_input(self, case: Case) -> Path:
         """The case's schema as `case-N.json`, a contract named `case-N`, beside its file's."""
