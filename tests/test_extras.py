@@ -11,6 +11,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from plancontracts import contract_schema
 from plancontracts.runtime.commandkit import EXTRAS
@@ -37,6 +38,17 @@ def test_each_extra_lists_the_modules_of_the_distributions_pyproject_names() -> 
         }
         found = {canonical(dist) for module in modules for dist in installed_by[module]}
         assert found == named, extra
+
+
+def test_no_extra_pins_an_exact_version() -> None:
+    """Ranges, so that an extra installs beside a project's own pins (its ruff, say);
+    the exact versions are constraints.txt's, for .venv and CI alone."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for extra, requirements in pyproject["project"]["optional-dependencies"].items():
+        for requirement in requirements:
+            specifiers = Requirement(requirement).specifier
+            exact = [str(one) for one in specifiers if one.operator in ("==", "===")]
+            assert not exact, f"[{extra}] pins {requirement}"
 
 
 def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
