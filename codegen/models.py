@@ -1,12 +1,15 @@
 """Typed msgspec models for one contract family.
 
-datamodel-code-generator turns a family bundle into `msgspec.Struct` classes.
-What it leaves out, this module adds, in one pass over the generated syntax
-tree:
+datamodel-code-generator turns a family bundle's type view (see
+`codegen.type_view`: the part of the schema the types hold exactly, or
+loosened, never stricter) into `msgspec.Struct` classes. What it leaves out,
+this module adds, in one pass over the generated syntax tree:
 
 - closed structs: a schema object with `additionalProperties: false` becomes a
   struct with `forbid_unknown_fields=True` (the generator drops that keyword
-  for msgspec), so a misspelled field is an error, never silently ignored;
+  for msgspec), so a misspelled field is an error, never silently ignored; an
+  open object (`additionalProperties` absent or `true`) is a struct that
+  ignores unknown fields: the typed value keeps only the named ones;
 - keyword-only construction (`kw_only=True`), so code that builds a contract
   names every field it sets;
 - schema defaults as struct defaults, including those the generator drops
@@ -20,9 +23,9 @@ tree:
   shared as it is, never copied for safety. Such a struct may hold only
   other frozen structs and no maps, or the generator refuses the schema.
 
-It also works out which schema keywords the models cannot express (such as
-`minProperties` on an object with named properties); validation runs the
-authoritative schema for contracts that use them.
+`rules_beyond_types` names the schema keywords the type view leaves out (such
+as `minProperties` on an object with named properties); validation runs the
+authoritative schema for contracts that have any.
 """
 
 from __future__ import annotations
@@ -41,67 +44,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from plancontracts.codegen.type_view import type_view
 from plancontracts.runtime.core.errors import UnusableSchema
-from plancontracts.runtime.core.schema_tree import JSONSchema, walk
-
-# Keywords that carry no validation, or that the generated models enforce
-# wherever they appear.
-_ANNOTATIONS = frozenset(
-    {"$schema", "$id", "$comment", "$defs", "title", "description", "default", "examples"}
-)
-_TYPED = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "minItems",
-        "maxItems",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "enum",
-        "const",
-        "$ref",
-        # Formats are annotations in draft 2020-12 unless a format checker is
-        # used; the contracts assert uuid and date-time with patterns instead.
-        "format",
-        "discriminator",
-    }
-)
+from plancontracts.runtime.core.schema_tree import JSONSchema
 
 
-def rules_beyond_types(bundle: JSONSchema) -> tuple[str, ...]:
-    """JSON Pointers of the keywords in `bundle` that the generated models cannot enforce."""
-    found: list[str] = []
-    for pointer, node in walk(bundle):
-        for key, value in node.items():
-            if key == "const" and isinstance(value, bool):
-                # The generator types a boolean constant as `bool`, which takes either value.
-                found.append(f"{pointer}/{key}")
-                continue
-            if key in _ANNOTATIONS or key in _TYPED or key.startswith("x-"):
-                continue  # `x-` keywords are the project's own annotations
-            if key == "anyOf" and _is_nullable(value):
-                continue
-            if key == "oneOf" and "discriminator" in node:
-                continue
-            if key in ("minProperties", "maxProperties") and "properties" not in node:
-                continue  # a map: its size is a msgspec length constraint
-            if key == "propertyNames" and set(value) == {"$ref"}:
-                continue  # a map with typed keys
-            found.append(f"{pointer}/{key}")
-    return tuple(found)
+def rules_beyond_types(bundle: JSONSchema, *, trusted_patterns: bool = False) -> tuple[str, ...]:
+    """JSON Pointers of the keywords in `bundle` that the generated models do not enforce.
 
-
-def _is_nullable(branches: list[JSONSchema]) -> bool:
-    return len(branches) == 2 and {"type": "null"} in branches
+    The pointers `type_view` records: the models are generated from that view
+    of the schema, and validation runs the schema for a contract with any.
+    `trusted_patterns` as for `type_view`.
+    """
+    return type_view(bundle, trusted_patterns=trusted_patterns).beyond
 
 
 def python_name(json_name: str) -> str:
@@ -120,14 +75,25 @@ def python_name(json_name: str) -> str:
     return core + "_" if keyword.iskeyword(core) else core
 
 
-def generate_module(bundle: JSONSchema, family: str, header: str, roots: Sequence[str] = ()) -> str:
+def generate_module(
+    bundle: JSONSchema,
+    family: str,
+    header: str,
+    roots: Sequence[str] = (),
+    *,
+    trusted_patterns: bool = False,
+) -> str:
     """The source of the generated module for one family bundle.
 
-    `roots` are the class names of the family's contracts (`$defs` keys of
-    `bundle`): each root class is named so, whatever name it shares with what
-    the module uses (`Struct`, `Any`, `Model`). Raises `UnusableSchema` for a
-    schema the models cannot express.
+    The models are generated from the bundle's type view (`type_view`, with
+    `trusted_patterns`): they hold what it keeps of the schema, and accept
+    what it drops. `roots` are the class names of the family's contracts
+    (`$defs` keys of `bundle`): each root class is named so, whatever name it
+    shares with what the module uses (`Struct`, `Any`, `Model`). Raises
+    `UnusableSchema` for a schema the models cannot be written for (two types
+    of one name).
     """
+    bundle = type_view(bundle, trusted_patterns=trusted_patterns).schema
     source, metadata = _run_generator(bundle, family)
     tree = ast.parse(source)
     # Split once: a field's name is read from its line, and splitting the module for each
@@ -353,20 +319,22 @@ def _schema_of(class_name: str, metadata: dict[str, list[str]], bundle: JSONSche
         raise UnusableSchema(f"generated class {class_name} has no source schema")
     node: Any = bundle
     for token in metadata[class_name]:
-        node = node[token]
+        # The generator writes a place in a list (`anyOf/0`) as a string too.
+        node = node[int(token)] if isinstance(node, list) else node[token]
     if not isinstance(node, dict):
         raise UnusableSchema(f"generated class {class_name} comes from a non-schema")
     return node
 
 
 def _shape_struct(cls: ast.ClassDef, schema: JSONSchema, lines: Sequence[str]) -> None:
+    # An object closed by `"additionalProperties": false` forbids unknown fields; an open
+    # one ignores them, as msgspec does: the typed value keeps only the named fields.
+    wanted = ["forbid_unknown_fields", "kw_only"]
     if schema.get("additionalProperties") is not False:
-        raise UnusableSchema(
-            f"{cls.name}: an object with named properties must say "
-            '"additionalProperties": false, so that unknown keys are errors'
-        )
+        wanted.remove("forbid_unknown_fields")
+        cls.keywords = [kw for kw in cls.keywords if kw.arg != "forbid_unknown_fields"]
     present = {kw.arg for kw in cls.keywords}
-    for name in ("forbid_unknown_fields", "kw_only"):
+    for name in wanted:
         if name not in present:
             cls.keywords.append(ast.keyword(arg=name, value=ast.Constant(True)))
     properties: JSONSchema = schema.get("properties", {})
