@@ -99,6 +99,21 @@ def test_a_pattern_that_backtracks_without_end_is_cut_at_the_deadline(
     )
 
 
+def test_a_document_slow_to_judge_is_not_cut_short_by_the_limit_on_patterns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The limit is on the time spent matching: 200,000 integers take the validator far longer
+    # than 0.05 s, and the pattern after them matches at once. Under a deadline on the whole
+    # judging, such a document, valid, was refused in the name of the pattern that came next.
+    monkeypatch.setattr(schema_sets, "PATTERN_SECONDS", 0.05)
+    numbers = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+    name = {"type": "string", "pattern": "^a$"}
+    thing = {"type": "object", "properties": {"numbers": numbers, "name": name}}
+    folder = folder_of(tmp_path, thing)
+    status, out, err = judged(folder, tmp_path, {"numbers": [1] * 200_000, "name": "a"})
+    assert (status, out[-1], err) == (0, "1 document checked: 1 valid, 0 invalid", [])
+
+
 def test_a_pattern_the_matcher_cannot_use_is_refused_in_one_line(tmp_path: Path) -> None:
     # A group that names no group: neither `re` (jsonschema's check) nor `regex` compiles it.
     pattern = {"type": "string", "pattern": "^(?P<x>a)(?P=y)$"}
