@@ -49,14 +49,13 @@ from plancontracts.runtime.core.errors import UnusableSchema
 from plancontracts.runtime.core.schema_tree import JSONSchema
 
 
-def rules_beyond_types(bundle: JSONSchema, *, trusted_patterns: bool = False) -> tuple[str, ...]:
+def rules_beyond_types(bundle: JSONSchema) -> tuple[str, ...]:
     """JSON Pointers of the keywords in `bundle` that the generated models do not enforce.
 
     The pointers `type_view` records: the models are generated from that view
     of the schema, and validation runs the schema for a contract with any.
-    `trusted_patterns` as for `type_view`.
     """
-    return type_view(bundle, trusted_patterns=trusted_patterns).beyond
+    return type_view(bundle).beyond
 
 
 def python_name(json_name: str) -> str:
@@ -75,25 +74,18 @@ def python_name(json_name: str) -> str:
     return core + "_" if keyword.iskeyword(core) else core
 
 
-def generate_module(
-    bundle: JSONSchema,
-    family: str,
-    header: str,
-    roots: Sequence[str] = (),
-    *,
-    trusted_patterns: bool = False,
-) -> str:
+def generate_module(bundle: JSONSchema, family: str, header: str, roots: Sequence[str] = ()) -> str:
     """The source of the generated module for one family bundle.
 
-    The models are generated from the bundle's type view (`type_view`, with
-    `trusted_patterns`): they hold what it keeps of the schema, and accept
+    The models are generated from the bundle's type view (`type_view`): they
+    hold what it keeps of the schema, and accept
     what it drops. `roots` are the class names of the family's contracts
     (`$defs` keys of `bundle`): each root class is named so, whatever name it
     shares with what the module uses (`Struct`, `Any`, `Model`). Raises
     `UnusableSchema` for a schema the models cannot be written for (two types
     of one name).
     """
-    bundle = type_view(bundle, trusted_patterns=trusted_patterns).schema
+    bundle = type_view(bundle).schema
     source, metadata = _run_generator(bundle, family)
     tree = ast.parse(source)
     # Split once: a field's name is read from its line, and splitting the module for each

@@ -48,10 +48,13 @@ non-empty array or object) is left out of the types: it is an annotation too.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import warnings
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, TypeGuard
 
 from plancontracts.runtime.core.patterns import python_pattern
@@ -100,15 +103,13 @@ class TypeView:
     beyond: tuple[str, ...]
 
 
-def type_view(bundle: JSONSchema, *, trusted_patterns: bool = False) -> TypeView:
+def type_view(bundle: JSONSchema) -> TypeView:
     """The type view of `bundle`, a self-contained schema whose references are `#` or `#/$defs/X`.
 
     `beyond` lists, in schema order, the JSON Pointer (in `bundle`) of every
-    keyword the view drops or loosens. `trusted_patterns` keeps patterns that
-    may backtrack for long (a repeated group): only for schemas whose patterns
-    are known, since msgspec matches them with `re`, without a time limit.
+    keyword the view drops or loosens.
     """
-    viewer = _Viewer(bundle, trusted_patterns)
+    viewer = _Viewer(bundle)
     view = viewer.node(bundle, "")
     definitions = bundle.get("$defs")
     if isinstance(definitions, dict) and definitions:
@@ -125,9 +126,8 @@ def _token(name: str) -> str:
 
 
 class _Viewer:
-    def __init__(self, bundle: JSONSchema, trusted_patterns: bool) -> None:
+    def __init__(self, bundle: JSONSchema) -> None:
         self.bundle = bundle
-        self.trusted_patterns = trusted_patterns
         self.beyond: list[str] = []
 
     def drop(self, pointer: str, node: JSONSchema, keys: Any) -> None:
@@ -312,7 +312,7 @@ class _Viewer:
                 view[key] = size
         if "pattern" in rest:
             pattern = rest["pattern"]
-            if isinstance(pattern, str) and reads_alike(pattern, self.trusted_patterns):
+            if isinstance(pattern, str) and reads_alike(pattern, pattern in known_patterns()):
                 rest.pop("pattern")
                 view["pattern"] = _as_python_reads_it(pattern)
         return view
@@ -565,12 +565,7 @@ def reads_alike(pattern: str, trusted: bool = False) -> bool:
             if pattern.startswith(("[]", "[^]"), index):  # ECMA-262: no character, any one
                 return False
             in_class = True
-        elif char == "(" and pattern.startswith("(?", index):
-            if not pattern.startswith(_GROUPS, index):
-                return False
-        elif (char == "{" and pattern.startswith("{,", index)) or (
-            char == ")" and not trusted and pattern[index + 1 : index + 2] in ("*", "+", "{")
-        ):
+        elif _reads_otherwise(pattern, index, trusted):
             return False
         index += 1
     with warnings.catch_warnings():
@@ -580,6 +575,41 @@ def reads_alike(pattern: str, trusted: bool = False) -> bool:
         except (re.error, FutureWarning, DeprecationWarning, RecursionError, OverflowError):
             return False
     return True
+
+
+def _reads_otherwise(pattern: str, index: int, trusted: bool) -> bool:
+    """Whether what starts at `index`, outside a class, may read otherwise or backtrack long."""
+    if pattern.startswith("(?", index):
+        return not pattern.startswith(_GROUPS, index)  # flags, named groups, comments
+    if pattern.startswith("{,", index):
+        return True  # ECMA-262: the text `{,`; Python: a repeat from 0
+    repeated = pattern.startswith(")", index) and pattern[index + 1 : index + 2] in ("*", "+", "{")
+    return repeated and not trusted
+
+
+@cache
+def known_patterns() -> frozenset[str]:
+    """The patterns of plancontracts' own schemas, known not to backtrack for long.
+
+    tests/test_patterns.py matches each; msgspec matches them with `re`, which
+    has no time limit. Known by value, so that a copy of the schemas generates
+    as they do.
+    """
+    found: set[str] = set()
+    for path in sorted(_PROJECT_SCHEMAS.rglob("*.json")):
+        pending = [json.loads(path.read_text(encoding="utf-8"))]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("pattern"), str):
+                    found.add(node["pattern"])
+                pending += node.values()
+            elif isinstance(node, list):
+                pending += node
+    return frozenset(found)
+
+
+_PROJECT_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
 
 def _as_python_reads_it(pattern: str) -> str:
