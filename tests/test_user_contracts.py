@@ -223,6 +223,29 @@ def test_a_remote_reference_is_read_from_the_resources_given_never_fetched(tmp_p
     assert verdicts(contracts, [{"n": 1}, {"n": "x"}]) == [True, False]
 
 
+@pytest.mark.parametrize("draft", [DRAFT2019, "https://json-schema.org/draft/2020-12/schema"])
+def test_a_resource_is_found_under_its_uri_whatever_its_own_id(tmp_path: Path, draft: str) -> None:
+    remote = {
+        "$schema": draft,
+        "$id": "http://ex.org/real.json",
+        "$defs": {"s": {"type": "string"}},
+    }
+    remote["$ref"] = "#/$defs/s"
+    schema = {"$schema": draft, "$ref": "http://ex.org/given.json"}
+    path = schema_file(tmp_path, "thing.json", schema)
+    contracts = load_contracts(path, resources={"http://ex.org/given.json": remote})
+    assert verdicts(contracts, ["a", 1]) == [True, False]
+
+
+def test_a_resource_that_cannot_be_used_is_refused_only_when_reached(tmp_path: Path) -> None:
+    path = schema_file(tmp_path, "thing.json", {"type": "integer"})
+    broken = {"http://ex.org/broken.json": {"type": "wrong"}}
+    assert verdicts(load_contracts(path, resources=broken), [1, "a"]) == [True, False]
+    reaching = schema_file(tmp_path, "reaching.json", {"$ref": "http://ex.org/broken.json"})
+    with pytest.raises(UnusableSchema, match=r"names a resource: .*not a valid JSON Schema"):
+        load_contracts(reaching, resources=broken)
+
+
 @pytest.mark.parametrize(
     ("schema", "refusal"),
     [

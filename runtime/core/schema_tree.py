@@ -127,6 +127,8 @@ class SchemaTree:
         self.documents: dict[str, JSONSchema] = {}
         self.paths: dict[str, Path] = {}
         self.drafts: dict[str, str | None] = {}
+        self.broken: dict[str, str] = {}
+        "Resources that cannot be used, by URI, each with why: refused when reached."
         contracts: dict[str, Contract] = {}
         patterns = _Patterns()
         left = MAX_SCHEMA_FOLDER_BYTES
@@ -180,7 +182,12 @@ class SchemaTree:
                 raise UnusableSchema(f"resource {uri!r}: a resource's URI is absolute, no fragment")
             if not isinstance(schema, dict | bool):
                 raise UnusableSchema(f"resource {uri}: a schema is a JSON object or a boolean")
-            self._add(_object_schema(schema), Path(uri), patterns, uri=uri)
+            # A resource no contract reaches is never judged by: one that cannot be used is
+            # refused when a reference reaches it, not before.
+            try:
+                self._add(_object_schema(schema), Path(uri), patterns, uri=uri)
+            except UnusableSchema as error:
+                self.broken[uri] = str(error)
         if not contracts:
             raise UnusableSchema("holds no contract")
         self.contracts = dict(sorted(contracts.items()))
@@ -281,8 +288,17 @@ class SchemaTree:
                     f"from one of draft {draft}: a contract's schemas are of one draft"
                 )
             document = copy.deepcopy(self.documents[uri])
-            if identity not in document:
+            declared = document.get(identity)
+            if declared is None:
                 document = {identity: uri, **document}
+            elif urljoin(uri, declared).removesuffix("#") != uri:
+                # Given under one URI, it names itself another: references may use either.
+                if draft not in ("2020-12", "2019-09"):  # where `$ref` beside `$id` is read
+                    raise UnusableSchema(
+                        f"{contract.path}: {self.paths[uri]} has the `$id` {declared}, not the "
+                        f"URI it is given under: in draft {draft}, give it under its `$id`"
+                    )
+                embedded[uri + "#alias"] = {identity: uri, "$ref": urljoin(uri, declared)}
             embedded[uri] = document
         if embedded:
             kept = root.get(holder)
@@ -324,6 +340,10 @@ class SchemaTree:
             raise UnusableSchema(f"{where}: `$ref` {reference!r}: {error}") from None
         if uri in self.documents:
             return uri
+        if uri in self.broken:
+            raise UnusableSchema(
+                f"{where}: `$ref` {reference!r} names a resource: {self.broken[uri]}"
+            )
         if uri in self._inner_ids() or _is_meta_schema(uri):
             return None
         raise UnusableSchema(
