@@ -485,7 +485,13 @@ def test_a_users_contract_has_a_decoding_profile_or_says_why_not(tmp_path: Path)
         ),
         ("loose.json", {"properties": {"child": {"$ref": "#"}}}, "without a `type`"),
         ("old.json", {"$schema": DRAFT7, "type": "object"}, "draft 2020-12"),
-        ("anchored.json", {"$defs": {"a": {"$anchor": "a"}}, "$ref": "#a"}, "names no entry"),
+        (
+            "anchored.json",
+            {"$defs": {"a": {"$anchor": "a"}}, "$ref": "#a"},
+            "`.anchor` at /.defs/a",
+        ),
+        ("either.json", {"type": ["string", "null"]}, "list of types at /type"),
+        ("all.json", {"allOf": [{"type": "string"}]}, "`allOf` at /"),
     ):
         handle = load_contracts(schema_file(tmp_path, name, schema))[name.removesuffix(".json")]
         with pytest.raises(UnusableSchema, match=why):
@@ -511,3 +517,38 @@ def test_schema_prints_a_users_contract_self_contained(tmp_path: Path) -> None:
     ):
         refused = cli(*arguments)
         assert (refused.returncode, refused.stdout, refused.stderr.count("\n")) == (2, "", 1)
+
+
+@pytest.mark.slow
+def test_every_suite_schema_has_schema_text_and_a_profile_or_one_line_why_not(
+    tmp_path: Path,
+) -> None:
+    # The official suite's schemas are a catalogue of every keyword in every shape: none
+    # may crash what a user renders into a prompt or writes a model's answer under.
+    from json_schema_suite import GENERATED_DRAFT, cases, remotes, suite_folder
+
+    from plancontracts.runtime.core.profiles import contract_profile
+
+    folder = suite_folder()
+    if folder is None:
+        pytest.skip("the JSON-Schema-Test-Suite is not fetched: `python3 dev.py setup` fetches it")
+    given = remotes(folder, GENERATED_DRAFT)
+    texts = profiles = 0
+    refusals: list[str] = []
+    for case in cases(folder, GENERATED_DRAFT):
+        path = schema_file(tmp_path, "case.json", case.declared_schema())
+        try:
+            handle = load_contracts(path, resources=given)["case"]
+        except UnusableSchema:
+            continue  # the suite's vocabulary cases, counted by its own test
+        assert schema_text(handle).startswith("# ")
+        texts += 1
+        try:
+            contract_profile(handle)
+        except UnusableSchema as why:
+            refusals.append(str(why))
+        else:
+            profiles += 1
+    assert texts >= 360
+    assert profiles > 100
+    assert all("\n" not in why for why in refusals)

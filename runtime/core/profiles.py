@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .contracts import AnyContract, contract_name, contract_schema
+from .contracts import AnyContract, contract_name, contract_schema, is_bundled
 from .errors import ProfileBug, UnusableSchema
 from .schema_text import display_pattern
 from .schema_tree import draft_of
@@ -68,6 +68,10 @@ def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[s
     name = contract_name(contract)
     if draft_of(schema) not in (None, "2020-12"):
         raise UnusableSchema(f"{name}: a decoding profile is derived from a draft 2020-12 schema")
+    if not is_bundled(contract):  # plancontracts' own are written in what the deriver reads
+        unread = _unread(schema)
+        if unread is not None:
+            raise UnusableSchema(f"{name}: no decoding profile: {unread}")
     try:
         derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
     except UnusableSchema as error:
@@ -84,6 +88,41 @@ def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[s
             "without a `type` the profile could write out"
         )
     return {**derived, "x-guidance": WHITESPACE}
+
+
+_READ = frozenset(
+    {
+        "$ref", "anyOf", "oneOf", "const", "enum", "type",
+        "minLength", "maxLength", "pattern",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "items", "minItems", "maxItems", "uniqueItems",
+        "properties", "required", "additionalProperties", "propertyNames",
+        "minProperties", "maxProperties",
+    }
+) | _DROPPED  # fmt: skip
+"The keywords the deriver writes out or drops; a user's schema with another has no profile."
+
+
+def _unread(schema: Any) -> str | None:
+    """Why a user's schema has no profile: a keyword or a shape the deriver does not read."""
+    pending: list[tuple[str, Any]] = [("", schema)]
+    while pending:
+        where, node = pending.pop()
+        if not isinstance(node, dict):
+            return f"the boolean schema at {where or '/'} (write it as an object)"
+        for key in node:
+            if key not in _READ and not key.startswith("x-"):
+                return f"`{key}` at {where or '/'} is not a keyword a profile is derived from"
+        if isinstance(node.get("type"), list):
+            return f"the list of types at {where}/type (write `anyOf`)"
+        for key in ("properties", "$defs"):
+            pending += [(f"{where}/{key}/{name}", sub) for name, sub in node.get(key, {}).items()]
+        for key in ("anyOf", "oneOf"):
+            pending += [(f"{where}/{key}/{i}", sub) for i, sub in enumerate(node.get(key, []))]
+        for key in ("items", "additionalProperties", "propertyNames"):
+            if key in node and node[key] is not True:
+                pending.append((f"{where}/{key}", node[key]))
+    return None
 
 
 def _references_left(node: Any, pointer: str = "") -> Any:

@@ -83,12 +83,13 @@ class _Renderer:
         lines = []
         if schema.get("additionalProperties") is False:
             lines.append("An object with these fields and no others:\n")
-        for name, field in schema["properties"].items():
+        for name, given in schema["properties"].items():
+            field = given if isinstance(given, dict) else {}  # a boolean schema: no marks
             flag = "required" if name in required else "optional"
             # Marks such as `x-think-mode: required`, which descriptions refer to.
             flag += "".join(f"; `{k}: {v}`" for k, v in field.items() if k.startswith("x-"))
             description = field.get("description", "").strip()
-            line = f"- `{name}` ({flag}): {self.type_of(field)}."
+            line = f"- `{name}` ({flag}): {self.type_of(given)}."
             if "default" in field:
                 line += f" Default: `{json.dumps(field['default'])}`."
             lines.append(f"{line} {description}".rstrip())
@@ -109,9 +110,9 @@ class _Renderer:
             lines.append(f"- {name}" if name else f"- {self.type_of(branch)}")
         return "\n".join(lines) + "\n"
 
-    def reference(self, schema: dict[str, Any]) -> str | None:
+    def reference(self, schema: dict[str, Any] | bool) -> str | None:
         """The name of a referenced object type, queued for its own section."""
-        if "$ref" not in schema:
+        if not isinstance(schema, dict) or "$ref" not in schema or self.elsewhere(schema):
             return None
         name = str(schema["$ref"]).removeprefix("#/$defs/")
         target = self.definitions[name]
@@ -122,11 +123,23 @@ class _Renderer:
             self.pending.append(name)
         return name
 
-    def type_of(self, schema: dict[str, Any]) -> str:
+    def elsewhere(self, schema: dict[str, Any]) -> bool:
+        """Whether `schema` refers to anything but an entry of `$defs` (a user's anchor, say)."""
+        reference = schema.get("$ref")
+        if not isinstance(reference, str):
+            return False
+        name = reference.removeprefix("#/$defs/")
+        return name == reference or not isinstance(self.definitions.get(name), dict)
+
+    def type_of(self, schema: dict[str, Any] | bool) -> str:
+        if not isinstance(schema, dict):  # a boolean schema, in a user's contract
+            return "any JSON value" if schema else "nothing: no value is allowed"
         name = self.reference(schema)
         if name:
             article = "an" if name[0] in "AEIOU" else "a"
             return f"{article} {name} object (see below)"
+        if self.elsewhere(schema):
+            return f"a value of the schema `{schema['$ref']}` refers to"
         if "$ref" in schema:
             name = schema["$ref"].removeprefix("#/$defs/")
             definition = self.definitions[name]
@@ -154,7 +167,7 @@ class _Renderer:
             size = between(schema.get("minItems"), schema.get("maxItems"), "items")
             item = schema.get("items", {})
             items = self.type_of(item)
-            said = item.get("description", "").strip().rstrip(".")
+            said = item.get("description", "").strip().rstrip(".") if isinstance(item, dict) else ""
             if said and "$ref" not in item:  # a named type says it in its own section
                 items += f": {said}"
             return f"an array{f' of {size}' if size else ''}, each {items}"
@@ -165,6 +178,16 @@ class _Renderer:
     def map_of(self, schema: dict[str, Any]) -> str:
         values = schema.get("additionalProperties", True)
         size = between(schema.get("minProperties"), schema.get("maxProperties"), "entries")
+        if "properties" in schema:  # an object written in place, in a user's contract
+            named = "; ".join(
+                f"`{name}` ({'required' if name in schema.get('required', ()) else 'optional'}): "
+                f"{self.type_of(field)}"
+                for name, field in schema["properties"].items()
+            )
+            others = " and no others" if values is False else ""
+            return f"an object with the fields {named}{others}"
+        if values is False:
+            return "an empty object"
         if values is True:
             return "an object with any fields" + (f" ({size})" if size else "")
         keys = "keys"
