@@ -26,8 +26,10 @@ from plancontracts.runtime.core.schema_tree import (
     module_name,
 )
 
-PROJECT_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
-"plancontracts' own schema folder, whose package defines `Contract` (every other imports it)."
+OWN_IDS = "https://plancontracts.dev/schemas/"
+"""Where the `$id` of each of plancontracts' own contracts begins: their package defines
+`Contract`, and every other imports it. Known by the schemas, not by their folder, so that a copy
+of schemas/ generates what generated/ holds."""
 
 # Public names the index binds besides the family modules and the contracts' handles.
 # Everything else it uses is private (`_typing`, `_Document`): no contract or family
@@ -96,7 +98,7 @@ def render(
     for name, contract in tree.contracts.items():
         if not tree.is_simple(contract):  # typed as any value: its schema judges it whole
             rules[name] = ("",)
-    own = isinstance(source, Path) and source.resolve() == PROJECT_SCHEMAS.resolve()
+    own = all(contract.uri.startswith(OWN_IDS) for contract in tree.contracts.values())
     files["__init__.py"] = tidy(_index(tree, rules, header(schemas), own=own))
     return dict(sorted(files.items()))
 
