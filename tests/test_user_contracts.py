@@ -552,3 +552,27 @@ def test_every_suite_schema_has_schema_text_and_a_profile_or_one_line_why_not(
     assert texts >= 360
     assert profiles > 100
     assert all("\n" not in why for why in refusals)
+
+
+def test_a_number_past_a_floats_range_is_one_violation_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The schema takes any number; the generated type is a float, which cannot hold 10**400.
+    schema = {"type": "object", "properties": {"n": {"type": "array", "items": {"type": "number"}}}}
+    path = schema_file(tmp_path, "reading.json", schema)
+    done = cli(
+        "generate", "--schema", str(path), "--out", str(tmp_path / "meters"), "--package", "meters"
+    )
+    assert done.returncode == 0, done.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        reading = importlib.import_module("meters").READING
+        assert decode(reading, '{"n": [1, 2.5]}').n == [1.0, 2.5]
+        with pytest.raises(ContractError) as refused:
+            decode(reading, '{"n": [1, 1' + "0" * 400 + "]}")
+        assert [str(v) for v in refused.value.violations] == [
+            "/n/1: is a number past the range of a float, which the generated type holds"
+        ]
+    finally:
+        for name in [name for name in sys.modules if name.split(".")[0] == "meters"]:
+            del sys.modules[name]

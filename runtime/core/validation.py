@@ -190,7 +190,7 @@ class ContractSet:
             problems = self.violations(contract, value, rules=chosen)
             if problems:
                 raise ContractError(contract, problems) from None
-            return _convert_integral_floats(value, target)
+            return _convert_integral_floats(contract, value, target)
         if contract in self._schema_only_rules:
             problems = self.violations(contract, value, rules=chosen)
             if problems:
@@ -455,14 +455,51 @@ def _converter(target: Any) -> Callable[[Any], Any]:
     return lambda value: getattr(msgspec.convert({"value": value}, holder), "value")  # noqa: B009
 
 
-def _convert_integral_floats(value: Any, target: Any) -> Any:
+def _convert_integral_floats(contract: str, value: Any, target: Any) -> Any:
+    """`value`, which the schema accepts, converted with its integral floats as integers.
+
+    Raises ContractError, one violation, when the generated types still cannot
+    hold it: a number past a float's range (an integer of 400 digits where the
+    schema says `number`), which the schema takes and a float does not. Any
+    other refusal would be a generated type stricter than its schema.
+    """
     try:
         return msgspec.convert(_integral(value), target)
     except msgspec.ValidationError as error:
-        raise AssertionError(
-            f"the schema accepts a document that the generated types reject ({error}); "
-            "this is a bug in plancontracts' code generation"
-        ) from error
+        if not str(error).startswith("Number out of range"):
+            raise AssertionError(
+                f"the schema accepts a document that the generated types reject ({error}); "
+                "this is a bug in plancontracts' code generation"
+            ) from error
+        pointer = _past_a_float(value)
+        message = "is a number past the range of a float, which the generated type holds"
+        raise ContractError(contract, (Violation(pointer, message, "type"),)) from None
+
+
+def _past_a_float(value: Any) -> str:
+    """The JSON Pointer of the first integer of `value` past a float's range, in document order.
+
+    Each item keeps a link to its parent's path, spelt out only for the one found:
+    copying paths on the way down would cost depth squared.
+    """
+    Link = tuple[Any, str | int] | None
+    pending: list[tuple[Link, Any]] = [(None, value)]
+    while pending:
+        link, item = pending.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > _LARGEST_FLOAT:
+            path: list[str | int] = []
+            while link is not None:
+                link, key = link
+                path.append(key)
+            return json_pointer(path[::-1])
+        if isinstance(item, dict):
+            pending += [((link, key), sub) for key, sub in reversed(item.items())]
+        elif isinstance(item, list):
+            pending += [((link, index), sub) for index, sub in reversed(list(enumerate(item)))]
+    return ""
+
+
+_LARGEST_FLOAT = int(sys.float_info.max)
 
 
 def _integral(value: Any) -> Any:
