@@ -8,7 +8,9 @@ the order files are listed or the name the package is imported by.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import inspect
 import json
 import keyword
 import os
@@ -311,19 +313,115 @@ def _check_output_folder(out: Path) -> None:
 def check(
     schemas: Path | Sequence[Path], out: Path, *, resources: Mapping[str, Any] | None = None
 ) -> list[str]:
-    """The paths under `out` that differ from what `schemas` produce: stale, missing or extra."""
-    return stale_files(render(schemas, resources=resources), out)
+    """The paths under `out` whose meaning differs from what `schemas` produce.
+
+    Stale, missing or extra files, compared by what they mean rather than by
+    their bytes (see `stale_files`), so that a folder laid out by another
+    version of ruff is up to date while any change to a type, a field, a
+    default, a docstring, a schema or the index is not. Raises
+    `UnusableSchema` as `render` does.
+    """
+    return stale_files(render(schemas, resources=resources), out, by_meaning=True)
 
 
-def stale_files(wanted: dict[str, str], out: Path) -> list[str]:
+def stale_files(wanted: dict[str, str], out: Path, *, by_meaning: bool = False) -> list[str]:
+    """The paths under `out` that differ from `wanted` (text by relative path), sorted.
+
+    A path is listed when its file is missing, differs, or is not in
+    `wanted`. Files differ by their bytes; with `by_meaning`, a Python
+    module differs by its header comment lines and its syntax tree
+    (docstrings included, other comments and layout not), a JSON file by the
+    value it parses to, and any other file by its bytes. Files that cannot
+    be read or parsed differ.
+    """
     present = {
         path.relative_to(out).as_posix()
         for path in out.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts
     }
+    same = _same_meaning if by_meaning else _same_bytes
     stale = [
         relative
         for relative, text in wanted.items()
-        if relative not in present or (out / relative).read_bytes() != text.encode("utf-8")
+        if relative not in present or not same(relative, (out / relative).read_bytes(), text)
     ]
     return sorted(stale + [relative for relative in present if relative not in wanted])
+
+
+def _same_bytes(relative: str, present: bytes, wanted: str) -> bool:
+    return present == wanted.encode("utf-8")
+
+
+def _same_meaning(relative: str, present: bytes, wanted: str) -> bool:
+    """Whether the file at `relative` holding `present` means what `wanted` does.
+
+    The generator writes modules through the installed ruff, whose layout
+    (line breaks, parentheses, trailing commas, quotes, blank lines) moves
+    between its versions: those never make a file stale. What the code does
+    and says does.
+    """
+    if _same_bytes(relative, present, wanted):
+        return True
+    try:
+        text = present.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if relative.endswith(".py"):
+        same_header = _header(text) == _header(wanted)
+        return same_header and _module_meaning(text) == _module_meaning(wanted)
+    if relative.endswith(".json"):
+        return _json_meaning(text) == _json_meaning(wanted)
+    return False
+
+
+def _header(code: str) -> list[str]:
+    """The comment lines a module starts with: the generator's own, which say what wrote it."""
+    lines: list[str] = []
+    for line in code.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.rstrip())
+    return lines
+
+
+def _module_meaning(code: str) -> str | None:
+    """The module's syntax tree as text, docstrings cleaned as `help()` shows them.
+
+    None when the text is not Python (a hand edit can leave it so): never
+    equal to a module's. Comments, layout and the spelling of literals are
+    not in the tree; every name, type, default, keyword and docstring is.
+    """
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        # A string alone as a statement is a docstring: the module's, a class's, a
+        # function's, or a field's after its annotation. ruff re-indents them and
+        # trims their blank edges, as inspect.cleandoc reads them anyway.
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            node.value.value = inspect.cleandoc(node.value.value)
+    try:
+        return ast.dump(tree)
+    except RecursionError:
+        return None
+
+
+def _json_meaning(text: str) -> str | None:
+    """The JSON value as canonical text (keys sorted), or None when it is not strict JSON.
+
+    Text, not the parsed value: Python holds `true == 1 == 1.0`, JSON does not.
+    """
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
