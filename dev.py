@@ -5,7 +5,9 @@
     python3 dev.py test --fast  # set up, then lint, type-check, run the fast tier of tests:
                                 # no model, process or slow test, tens of hypothesis examples
     python3 dev.py bench [NAME ...]  # set up, run benchmarks: validation, executor, planning,
-                                     # skills, thinking, served (default: all)
+                                     # skills, thinking, served, suite (the table of the
+                                     # JSON-Schema-Test-Suite), user_schema (a 2 MB schema
+                                     # loaded, validated, generated) (default: all)
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
                            # constraints.txt, then set up with them
@@ -13,9 +15,12 @@
 Setting up creates `.venv/` beside this file and installs the project into it
 (editable, with every extra and the `dev` dependency group) at the exact
 versions of constraints.txt, so every checkout and CI run gets the same ones.
-It also downloads the core's dependencies as wheels into build/wheelhouse/,
-where the packaging test installs the project from without a network. It is
-repeated only when pyproject.toml or constraints.txt changes.
+It also downloads the core's dependencies, the codegen extra's and the build
+backend as wheels into build/wheelhouse/, where the packaging and pre-commit
+tests install the project from without a network. It is
+repeated only when pyproject.toml or constraints.txt changes. And it fetches
+the official JSON-Schema-Test-Suite once per version into
+build/json-schema-test-suite/ (tests/test_json_schema_suite.py runs it).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import tomllib
 import venv
 from pathlib import Path
@@ -41,9 +48,19 @@ PYPROJECT = ROOT / "pyproject.toml"
 CONSTRAINTS = ROOT / "constraints.txt"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
+SCHEMA_SUITE = ROOT / "build" / "json-schema-test-suite"
 TESTS = ROOT / "tests"
 PYTEST_NO_TESTS = 5
-BENCHMARKS = ("validation", "executor", "planning", "skills", "thinking", "served")
+BENCHMARKS = (
+    "validation",
+    "executor",
+    "planning",
+    "skills",
+    "thinking",
+    "served",
+    "suite",
+    "user_schema",
+)
 
 
 def main() -> int:
@@ -86,9 +103,79 @@ def setup() -> None:
     if not (WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == wanted):
         step(f"downloading the core's dependencies as wheels into {WHEELHOUSE.relative_to(ROOT)}")
         shutil.rmtree(WHEELHOUSE, ignore_errors=True)
-        core = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
-        pip("download", "--only-binary", ":all:", "--dest", WHEELHOUSE, "-c", CONSTRAINTS, *core)
+        pyproject = tomllib.loads(PYPROJECT.read_text())
+        # The core's for the packaging tests; the codegen extra's and the build
+        # backend too for the pre-commit hooks' tests, whose pip builds the project.
+        wheels = [
+            *pyproject["project"]["dependencies"],
+            *pyproject["project"]["optional-dependencies"]["codegen"],
+            *pyproject["build-system"]["requires"],
+        ]
+        pip("download", "--only-binary", ":all:", "--dest", WHEELHOUSE, "-c", CONSTRAINTS, *wheels)
         WHEELHOUSE_STAMP.write_text(wanted)
+    fetch_schema_suite()
+
+
+def fetch_schema_suite() -> None:
+    """Put the JSON-Schema-Test-Suite in build/json-schema-test-suite/<jsonschema's version>/.
+
+    The suite comes from PyPI, where CI can reach: jsonschema's source
+    distribution carries it under `json/`, so the version constraints.txt
+    pins for jsonschema pins the suite too. Only `json/` is kept. The
+    folder is filled under a temporary name and renamed into place whole,
+    so its presence is the stamp: an interrupted fetch leaves no folder
+    that looks complete, and the next setup starts it again.
+    """
+    pinned = re.search(r"^jsonschema==(\S+)$", CONSTRAINTS.read_text(), re.MULTILINE)
+    if pinned is None:
+        raise SystemExit(f"{CONSTRAINTS.name} pins no jsonschema version")
+    version = pinned.group(1)
+    target = SCHEMA_SUITE / version
+    if target.is_dir():
+        return
+    where = target.relative_to(ROOT)
+    step(f"fetching the JSON-Schema-Test-Suite, from jsonschema {version}'s sources, into {where}")
+    SCHEMA_SUITE.mkdir(parents=True, exist_ok=True)
+    for leftover in SCHEMA_SUITE.glob(".fetching-*"):  # an interrupted fetch's
+        shutil.rmtree(leftover, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=".fetching-", dir=SCHEMA_SUITE))
+    try:
+        pip(
+            "download",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "--dest",
+            work,
+            f"jsonschema=={version}",
+        )
+        (archive,) = work.glob("jsonschema-*.tar.gz")
+        extract_suite(archive, work / "json")
+        (work / "json").rename(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def extract_suite(archive: Path, out: Path) -> None:
+    """Write the regular files under `<top>/json/` of the source archive into `out`.
+
+    Member names are checked, not trusted: one that would land outside
+    `out` stops the setup.
+    """
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            inside = member.name.partition("/")[2]
+            if not member.isfile() or not inside.startswith("json/"):
+                continue
+            parts = Path(inside).parts[1:]
+            if not parts or ".." in parts:
+                raise SystemExit(f"{archive.name}: unexpected member {member.name!r}")
+            destination = out.joinpath(*parts)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file's
+            with source, destination.open("wb") as stream:
+                shutil.copyfileobj(source, stream)
 
 
 def lock() -> None:

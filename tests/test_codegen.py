@@ -36,7 +36,12 @@ from plancontracts.generated import (
     tool_plans,
 )
 from plancontracts.runtime.core.errors import UnusableSchema
-from plancontracts.runtime.core.schema_tree import SchemaTree, constant_name, module_name
+from plancontracts.runtime.core.schema_tree import (
+    GENERATED_BY,
+    SchemaTree,
+    constant_name,
+    module_name,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = [goal_plans, planning_blocks, session_plans, story_packages, tool_plans]
@@ -141,7 +146,7 @@ def test_generate_never_follows_a_link_at_a_temporary_name(project: Path) -> Non
     victim.write_text("precious")
     files = sorted(path for path in out.rglob("*") if path.is_file())
     for path in files:  # every file stale, so every one is staged
-        path.write_text(generate.GENERATED_BY + "\nstale\n")
+        path.write_text(GENERATED_BY + "\nstale\n")
         # The fixed name the generator once staged each file at.
         path.with_name(f".{path.name}.generating").symlink_to(victim)
     first, second = files[0], files[1]
