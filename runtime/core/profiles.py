@@ -74,8 +74,11 @@ def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[s
             raise UnusableSchema(f"{name}: no decoding profile: {unread}")
     try:
         derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
-    except UnusableSchema as error:
-        raise UnusableSchema(f"{name}: {error}") from None
+    except KeyError as missing:  # a reference to no entry of `$defs`: only a user's says so
+        raise UnusableSchema(
+            f"{name}: no decoding profile: the reference {missing.args[0]!r} names no entry of "
+            "`$defs`"
+        ) from None
     except RecursionError:
         raise UnusableSchema(
             f"{name}: no decoding profile: the schema refers to itself, and a profile writes "
@@ -178,10 +181,6 @@ class Deriver:
     def derive(self, node: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in node:
             name = node["$ref"].removeprefix("#/$defs/")
-            if name not in self.definitions:  # only a user's contract can say so
-                raise UnusableSchema(
-                    f"no decoding profile: the reference {node['$ref']!r} names no entry of `$defs`"
-                )
             return self.derive({**self.definitions[name], **without(node, "$ref")})
         out = {key: value for key, value in node.items() if key not in _DROPPED}
         out = {key: value for key, value in out.items() if not key.startswith("x-")}
