@@ -576,3 +576,28 @@ def test_a_number_past_a_floats_range_is_one_violation_not_a_crash(
     finally:
         for name in [name for name in sys.modules if name.split(".")[0] == "meters"]:
             del sys.modules[name]
+
+
+@pytest.mark.parametrize("draft", [DRAFT7, DRAFT4, DRAFT2019])
+def test_the_bounded_validator_judges_below_the_root_too(
+    tmp_path: Path, draft: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `$ref` back to a root that names its draft: jsonschema's own evolve took its stock
+    # validator there, reading `$` as Python does and matching patterns without a limit.
+    schema = {
+        "$schema": draft,
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "pattern": "^a$"},
+            "slow": {"type": "string", "pattern": "^(a|a)*$"},
+            "child": {"$ref": "#"},
+        },
+    }
+    contracts = load_contracts(schema_file(tmp_path, "node.json", schema))
+    assert verdicts(contracts, [{"child": {"name": "a"}}, {"child": {"name": "a\n"}}]) == [
+        True,
+        False,
+    ]
+    monkeypatch.setattr(contracts, "_pattern_seconds", 0.2)
+    (slow,) = violations(contracts["node"], {"child": {"child": {"slow": "a" * 40 + "!"}}})
+    assert slow.message == 'matching the pattern "^(a|a)*$" took more than 0.2 s: not judged'

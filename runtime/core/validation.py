@@ -540,6 +540,7 @@ def _bounded_validator(base: Any) -> Any:
     """
     # Imported here: jsonschema costs a tenth of a second to import, which
     # every skill script and CLI call would pay for nothing.
+    from attrs import fields
     from jsonschema import validators
 
     # Only the keywords the draft has: draft 4 has no `const`, and must not start judging by it.
@@ -547,7 +548,20 @@ def _bounded_validator(base: Any) -> Any:
         key: keyword for key, keyword in _bounded_keywords().items() if key in base.VALIDATORS
     }
     extend: Callable[..., Any] = validators.extend  # untyped in its stubs
-    return extend(base, bounded)
+    checker = extend(base, bounded)
+
+    def evolve(self: Any, **changes: Any) -> Any:
+        # jsonschema's own evolve picks the stock class of any `$schema` it meets below the
+        # root (a `$ref` back to the root, an embedded file): the bounded keywords would be
+        # lost there, and `$` read as Python reads it. A contract's schemas are of one draft.
+        changes.setdefault("schema", self.schema)
+        for field in fields(checker):
+            if field.init and field.alias not in changes:
+                changes[field.alias] = getattr(self, field.name)
+        return checker(**changes)
+
+    checker.evolve = evolve
+    return checker
 
 
 @cache
