@@ -601,3 +601,47 @@ def test_the_bounded_validator_judges_below_the_root_too(
     monkeypatch.setattr(contracts, "_pattern_seconds", 0.2)
     (slow,) = violations(contracts["node"], {"child": {"child": {"slow": "a" * 40 + "!"}}})
     assert slow.message == 'matching the pattern "^(a|a)*$" took more than 0.2 s: not judged'
+
+
+def test_more_schema_files_are_what_the_first_refers_to(tmp_path: Path) -> None:
+    first = schema_file(tmp_path, "order.json", {"properties": {"n": {"$ref": "qty.json"}}})
+    qty = schema_file(tmp_path, "qty.json", {"type": "integer"})
+    (tmp_path / "doc.json").write_text('{"n": "many"}', encoding="utf-8")
+    done = cli("validate", "--schema", str(first), "--schema", str(qty), str(tmp_path / "doc.json"))
+    assert done.returncode == 1
+    assert '  /n: expected an integer, got the string "many"' in done.stdout.splitlines()
+    # The first is the contract: a second never replaces it.
+    swapped = cli(
+        "validate", "--schema", str(qty), "--schema", str(first), str(tmp_path / "doc.json")
+    )
+    assert "  (document): expected an integer, got an object" in swapped.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("schema", "refusal"),
+    [
+        ({"$schema": ["x"]}, '`$schema` must be a string naming a draft, not ["x"]'),
+        (
+            {"$schema": DRAFT7, "definitions": {"p": {"pattern": "[[:foo:]]"}}},
+            "#/definitions/p/pattern: the pattern '[[:foo:]]' cannot be used",
+        ),
+        ({"contains": {"pattern": "[[:foo:]]"}}, "#/contains/pattern: the pattern"),
+    ],
+)
+def test_odd_schemas_are_refused_in_one_line_where_they_raised(
+    tmp_path: Path, schema: Any, refusal: str
+) -> None:
+    path = schema_file(tmp_path, "odd.json", schema)
+    (tmp_path / "doc.json").write_text('"a"', encoding="utf-8")
+    done = cli("validate", "--schema", str(path), str(tmp_path / "doc.json"))
+    assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), done.stderr
+    assert refusal in done.stderr
+
+
+def test_a_folder_given_as_a_schema_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "doc.json").write_text("1", encoding="utf-8")
+    for command in ("validate", "schema"):
+        arguments = [command, "--schema", str(tmp_path)]
+        done = cli(*arguments, *([str(tmp_path / "doc.json")] if command == "validate" else []))
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr.endswith("is a folder; give --schemas DIR CONTRACT\n")

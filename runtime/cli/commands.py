@@ -46,6 +46,7 @@ from ..core.jsontext import parse
 from ..core.rules import Rules
 from ..core.schema_sets import load_contracts
 from ..core.schema_text import schema_text
+from ..core.schema_tree import contract_name_of_file
 from ..core.validation import BUNDLED, ContractSet, decode
 
 __all__ = ["register"]
@@ -68,7 +69,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--text", action="store_true", help="print the text shown to a model instead of JSON"
     )
     whose = schema.add_mutually_exclusive_group()
-    whose.add_argument("--schema", type=Path, metavar="SCHEMA", help="the contract of this file")
+    whose.add_argument(
+        "--schema",
+        type=Path,
+        metavar="SCHEMA",
+        action="append",
+        help="the contract of this file (more --schema: files its references name)",
+    )
     whose.add_argument(
         "--schemas", type=Path, metavar="DIR", help="a contract of this schema folder"
     )
@@ -96,7 +103,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--schema",
         type=Path,
         metavar="SCHEMA",
-        help="judge by this schema file, of any JSON Schema draft: it is the contract",
+        action="append",
+        help="judge by this schema file, of any JSON Schema draft: it is the contract "
+        "(more --schema: files its references name)",
     )
     user.add_argument(
         "--schemas",
@@ -155,8 +164,8 @@ def _schema(args: argparse.Namespace, out: Output) -> int:
     if args.schema is not None:
         if args.contract is not None:
             raise UsageError("give a CONTRACT or --schema, not both: the file is the contract")
-        contracts = _user_contracts("--schema", args.schema)
-        contract = contracts[contracts.names()[0]]
+        contracts, name = _schema_files(args.schema)
+        contract = contracts[name]
     elif args.contract is None:
         raise UsageError("give the CONTRACT whose schema to print, or --schema SCHEMA")
     elif args.schemas is not None:
@@ -178,8 +187,7 @@ def _validate(
 ) -> int:
     # The schemas, the contract and the options are usage errors, before any reading.
     if args.schema is not None:
-        contracts = _user_contracts("--schema", args.schema)
-        (contract,) = contracts.names()
+        contracts, contract = _schema_files(args.schema)
     else:
         contract, *args.files = args.files
         if not args.files:
@@ -226,6 +234,23 @@ def _outcomes(
 
 def _no_folder(path: Path) -> str:
     return "is not a folder" if os.path.lexists(path) else "no such folder"
+
+
+def _schema_files(paths: list[Path]) -> tuple[ContractSet, str]:
+    """The contracts of the `--schema` files, and the name of the first: the one judged by.
+
+    Raises `UsageError` for a folder (that is `--schemas`) and for schemas
+    that cannot be used.
+    """
+    for path in paths:
+        if path.is_dir():
+            raise UsageError(
+                printable(f"--schema {path}: is a folder; give --schemas DIR CONTRACT")
+            )
+    try:
+        return load_contracts(*paths), contract_name_of_file(paths[0])
+    except UnusableSchema as error:
+        raise UsageError(printable(f"--schema {error}")) from None
 
 
 def _user_contracts(flag: str, path: Path) -> ContractSet:

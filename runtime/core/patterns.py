@@ -17,6 +17,7 @@ that other keywords take long to judge is not cut short.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -137,7 +138,9 @@ def compiled(pattern: str) -> regex_module.Pattern[str]:
     """`pattern` compiled as `matches` matches it. Raises `regex.error` when it cannot be."""
     import regex  # here: most commands check no pattern, and the import takes a while
 
-    return regex.compile(python_pattern(pattern), regex.VERSION0)
+    with warnings.catch_warnings():  # `[[` warns of a nested set, on standard error
+        warnings.simplefilter("ignore", FutureWarning)
+        return regex.compile(python_pattern(pattern), regex.VERSION0)
 
 
 def matches(pattern: str, text: str) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UnusableSchema
-from .schema_tree import GENERATED_BY, SchemaTree, walk
+from .schema_tree import GENERATED_BY, SchemaTree
 from .validation import PATTERN_SECONDS, ContractSet
 
 __all__ = ["load_contracts"]
@@ -56,9 +56,6 @@ def load_contracts(
                     raise UnusableSchema(f"{path}: is a folder; give it alone, or give files")
             tree = SchemaTree(files=given, resources=resources)
         bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
-        for name, bundle in bundles.items():
-            for pointer, node in walk(bundle):
-                _check_patterns(node, f"{tree.contracts[name].path}#{pointer}")
     except UnusableSchema as error:
         raise UnusableSchema(f"{where}{error}") from None
     except RecursionError:  # bundling and checking follow the schema's depth
@@ -83,19 +80,3 @@ def _is_generated(folder: Path) -> bool:
             return stream.readline().startswith(GENERATED_BY)
     except (OSError, UnicodeDecodeError):
         return False
-
-
-def _check_patterns(node: dict[str, Any], where: str) -> None:
-    """Raise UnusableSchema for a pattern of `node` that the matcher cannot compile."""
-    import regex
-
-    from .patterns import compiled
-
-    pattern = node.get("pattern")
-    patterns = [pattern] if isinstance(pattern, str) else []
-    for each in [*patterns, *node.get("patternProperties", {})]:
-        try:
-            compiled(each)
-        except regex.error as error:
-            problem = f"{where}: the pattern {each!r} cannot be used: {error}"
-            raise UnusableSchema(problem) from None

@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import sys
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,9 @@ from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
-from .errors import UnusableSchema
+from .errors import UnusableSchema, shown
 from .files import kind_of
+from .patterns import compiled
 
 JSONSchema = dict[str, Any]
 
@@ -624,7 +626,9 @@ def _check_schema(document: JSONSchema, relative: Path) -> None:
     from jsonschema.exceptions import SchemaError
 
     try:
-        validator_class(document).check_schema(document)
+        with warnings.catch_warnings():  # its `regex` format compiles patterns with `re`
+            warnings.simplefilter("ignore", FutureWarning)
+            validator_class(document).check_schema(document)
     except SchemaError as error:
         where = "".join(f"/{_escape(str(token))}" for token in error.absolute_path)
         message = error.message if len(error.message) <= _SHOWN else error.message[:_SHOWN] + "…"
@@ -650,10 +654,12 @@ def draft_of(schema: Any) -> str | None:
     declared = schema.get("$schema") if isinstance(schema, dict) else None
     if declared is None:
         return None
-    key = declared.removesuffix("#") if isinstance(declared, str) else declared
-    if isinstance(key, str) and key.startswith("https://json-schema.org/draft-"):
+    if not isinstance(declared, str):
+        raise UnusableSchema(f"`$schema` must be a string naming a draft, not {shown(declared)}")
+    key = declared.removesuffix("#")
+    if key.startswith("https://json-schema.org/draft-"):
         key = "http" + key.removeprefix("https")
-    if isinstance(key, str) and key.startswith("http://json-schema.org/draft/"):
+    if key.startswith("http://json-schema.org/draft/"):
         key = "https" + key.removeprefix("http")
     if key not in DRAFTS:
         known = ", ".join(DRAFTS.values())
@@ -901,7 +907,10 @@ class _Patterns:
             return
         shown = pattern if len(pattern) <= _SHOWN else pattern[:_SHOWN] + "…"
         try:
-            size = _pattern_size(_parser.parse(pattern), MAX_PATTERN_SIZE)
+            with warnings.catch_warnings():  # `[[` warns of a nested set, on standard error
+                warnings.simplefilter("ignore", FutureWarning)
+                parsed = _parser.parse(pattern)
+            size = _pattern_size(parsed, MAX_PATTERN_SIZE)
         except re.error:  # jsonschema's check of the file refuses it next, naming why
             return
         except OverflowError:  # a repeat count over 2**32 - 1, which `re` cannot hold
@@ -925,6 +934,14 @@ class _Patterns:
                 f"{where}: the folder's patterns repeat too much together: written out, they "
                 f"may come to at most {MAX_FOLDER_PATTERN_SIZE:,} characters, classes and groups"
             )
+        import regex
+
+        try:  # as the validator matches it; `re` reads some patterns `regex` refuses
+            compiled(pattern)
+        except regex.error as error:
+            raise UnusableSchema(
+                f"{where}: the pattern {shown!r} cannot be used: {error}"
+            ) from None
         self.sizes[pattern] = size
         self.total += size
 
