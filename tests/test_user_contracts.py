@@ -258,6 +258,22 @@ def test_a_resource_that_cannot_be_used_is_refused_only_when_reached(tmp_path: P
             "leads back to itself",
         ),
         ({"anyOf": [{"type": "string"}, {"$ref": "#"}]}, "leads back to itself"),
+        # Loops away from the root, through a pointer anywhere, or draft 7's `dependencies`.
+        (
+            {
+                "items": {"$ref": "#/$defs/x"},
+                "$defs": {
+                    "x": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/y"}]},
+                    "y": {"oneOf": [{"$ref": "#/$defs/x"}]},
+                },
+            },
+            "leads back to itself",
+        ),
+        (
+            {"properties": {"a": {"$ref": "#/properties/b"}, "b": {"$ref": "#/properties/a"}}},
+            "leads back to itself",
+        ),
+        ({"$schema": DRAFT7, "dependencies": {"a": {"$ref": "#"}}}, "leads back to itself"),
         ({"$ref": "#/$defs/missing"}, "#/$defs/missing: no such definition"),
         ({"$dynamicRef": "#nowhere"}, "a reference names nothing"),
         ({"$ref": "http://10.255.255.1/x.json"}, "nothing is fetched"),
@@ -278,6 +294,22 @@ def test_a_schema_that_cannot_be_judged_is_refused_in_one_line(
     done = cli("validate", "--schema", str(path), str(tmp_path / "doc.json"))
     assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1)
     assert done.stderr.startswith(f"plancontracts: error: --schema {path}")
+
+
+def test_keywords_beside_a_draft_7_reference_make_no_loop(tmp_path: Path) -> None:
+    # In drafts 4 to 7 a `$ref` hides its siblings: this `allOf` is never followed.
+    schema = {
+        "$schema": DRAFT7,
+        "definitions": {
+            "a": {"$ref": "#/definitions/b", "allOf": [{"$ref": "#/definitions/a"}]},
+            "b": {"type": "string"},
+        },
+        "$ref": "#/definitions/a",
+    }
+    assert verdicts(load_contracts(schema_file(tmp_path, "a.json", schema)), ["x", 1]) == [
+        True,
+        False,
+    ]
 
 
 def test_a_recursive_schema_with_structure_is_judged(tmp_path: Path) -> None:

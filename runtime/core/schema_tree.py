@@ -414,6 +414,14 @@ _IDENTITY_KEYWORDS = frozenset(
 
 def _references(document: Any, uri: str) -> Iterator[tuple[str, str]]:
     """Each reference in a schema document, with the base URI it is resolved against."""
+    for node, base in _schemas_with_base(document, uri):
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            if isinstance(node.get(keyword), str):
+                yield node[keyword], base
+
+
+def _schemas_with_base(document: Any, uri: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each schema object of a document, with the base URI its references resolve against."""
     pending: list[tuple[Any, str, bool]] = [(document, uri, False)]
     while pending:
         node, base, names = pending.pop()
@@ -424,9 +432,7 @@ def _references(document: Any, uri: str) -> Iterator[tuple[str, str]]:
                 identity = node.get("$id")
                 if isinstance(identity, str) and node is not document:
                     base = urljoin(base, identity)
-                for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
-                    if isinstance(node.get(keyword), str):
-                        yield node[keyword], base
+                yield node, base
             pending += [
                 (value, base, not names and key in NAMED_SUBSCHEMAS)
                 for key, value in node.items()
@@ -478,7 +484,12 @@ def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
         registry = _meta_schemas().combine(registry)
         for reference, base in _references(bundle, uri):
             registry.resolver(base_uri=base).lookup(reference)
-        loop = _loop_in_place(bundle, registry.resolver(base_uri=uri), specification)
+        starts = [
+            (node, registry.resolver(base_uri=base))
+            for node, base in _schemas_with_base(bundle, uri)
+        ]
+        only_ref = draft_of(bundle) in ("4", "6", "7")  # where `$ref` hides its siblings
+        loop = _loop_in_place(starts, specification, only_ref=only_ref)
     except Unresolvable as error:
         raise UnusableSchema(f"{path}: a reference names nothing: {error}") from None
     except ValueError as error:  # a URI that cannot be parsed
@@ -495,45 +506,58 @@ _IN_PLACE = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 
 
-def _loop_in_place(root: JSONSchema, resolver: Any, specification: Any) -> str | None:
+def _loop_in_place(
+    starts: list[tuple[dict[str, Any], Any]], specification: Any, *, only_ref: bool
+) -> str | None:
     """A reference that leads back to itself judging the same value, or None if none does.
 
     `{"$ref": "#"}`, or `a` -> `b` -> `a` through `$ref`, `allOf` and the
-    like: the validator would follow it until Python's recursion limit.
-    Walked with a stack, each schema once.
+    like, from any schema of the document (`starts`, each with the resolver
+    of its base): the validator would follow it until Python's recursion
+    limit. `only_ref` for drafts 4 to 7, where a `$ref` hides the keywords
+    beside it. Walked with a stack, each schema once.
     """
     done: set[int] = set()
-    # Each entry: a schema, the resolver of its base, the reference that led to it, and
-    # whether its subschemas were pushed (then it is on the path while they are walked).
-    path: set[int] = set()
-    pending: list[tuple[Any, Any, str, bool]] = [(root, resolver, "#", False)]
-    while pending:
-        node, here, via, expanded = pending.pop()
-        if expanded:
-            path.discard(id(node))
-            done.add(id(node))
-            continue
-        if not isinstance(node, dict) or id(node) in done:
-            continue
-        if id(node) in path:
-            return via
-        path.add(id(node))
-        pending.append((node, here, via, True))
-        if isinstance(node.get("$id"), str) and node is not root:
-            here = here.in_subresource(specification.create_resource(node))
-        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
-            reference = node.get(keyword)
-            if isinstance(reference, str):
-                found = here.lookup(reference)
-                pending.append((found.contents, found.resolver, reference, False))
-        for keyword in _IN_PLACE:
-            if isinstance(node.get(keyword), list):
-                pending += [(sub, here, via, False) for sub in node[keyword]]
-        for keyword in _IN_PLACE_ONE:
-            pending.append((node.get(keyword), here, via, False))
-        if isinstance(node.get("dependentSchemas"), dict):
-            pending += [(sub, here, via, False) for sub in node["dependentSchemas"].values()]
+    for start, resolver in starts:
+        # Each entry: a schema, the resolver of its base, the reference that led to it, and
+        # whether its subschemas were pushed (then it is on the path while they are walked).
+        path: set[int] = set()
+        pending: list[tuple[Any, Any, str, bool]] = [(start, resolver, "#", False)]
+        while pending:
+            node, here, via, expanded = pending.pop()
+            if expanded:
+                path.discard(id(node))
+                done.add(id(node))
+                continue
+            if not isinstance(node, dict) or id(node) in done:
+                continue
+            if id(node) in path:
+                return via
+            path.add(id(node))
+            pending.append((node, here, via, True))
+            if isinstance(node.get("$id"), str) and node is not start:
+                here = here.in_subresource(specification.create_resource(node))
+            for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+                reference = node.get(keyword)
+                if isinstance(reference, str):
+                    found = here.lookup(reference)
+                    pending.append((found.contents, found.resolver, reference, False))
+            if only_ref and isinstance(node.get("$ref"), str):
+                continue
+            pending += [(sub, here, via, False) for sub in _in_place(node)]
     return None
+
+
+def _in_place(node: dict[str, Any]) -> Iterator[Any]:
+    """The subschemas of `node` that judge the value `node` judges, not a part of it."""
+    for keyword in _IN_PLACE:
+        if isinstance(node.get(keyword), list):
+            yield from node[keyword]
+    for keyword in _IN_PLACE_ONE:
+        yield node.get(keyword)
+    for keyword in ("dependentSchemas", "dependencies"):
+        if isinstance(node.get(keyword), dict):
+            yield from node[keyword].values()
 
 
 def _meta_schemas() -> Any:
