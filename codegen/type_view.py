@@ -543,10 +543,14 @@ def reads_alike(pattern: str, trusted: bool = False) -> bool:
     ASCII and Python as Unicode), groups `(?:`, lookarounds, no flags, no
     named groups, no `{,n}`, no empty class (`[]`, `[^]`), and nothing `re`
     refuses or warns about. Unless `trusted`, no repeated group (`(a|a)*`),
-    which `re` may take days to match: msgspec has no time limit.
+    which `re` may take days to match (msgspec has no time limit), and at most
+    one repeat without an upper bound (`*`, `+`, `{n,}`), in a pattern that
+    begins with `^`: `^a*a*a*b$` backtracks polynomially, and an unanchored
+    `[a-z]+@` is tried at every place of the text (time quadratic in it).
     """
     index = 0
     in_class = False
+    unbounded = 0
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
@@ -567,7 +571,11 @@ def reads_alike(pattern: str, trusted: bool = False) -> bool:
             in_class = True
         elif _reads_otherwise(pattern, index, trusted):
             return False
+        elif char in "*+" or _OPEN_REPEAT.match(pattern, index):
+            unbounded += 1
         index += 1
+    if not trusted and unbounded and (unbounded > 1 or not pattern.startswith("^")):
+        return False
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a nested set `[[`, read otherwise by ECMA-262
         try:
@@ -585,6 +593,10 @@ def _reads_otherwise(pattern: str, index: int, trusted: bool) -> bool:
         return True  # ECMA-262: the text `{,`; Python: a repeat from 0
     repeated = pattern.startswith(")", index) and pattern[index + 1 : index + 2] in ("*", "+", "{")
     return repeated and not trusted
+
+
+_OPEN_REPEAT = re.compile(r"\{[0-9]+,\}")
+"A repeat with no upper bound, `{2,}`."
 
 
 @cache

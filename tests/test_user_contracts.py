@@ -677,3 +677,26 @@ def test_a_folder_given_as_a_schema_file_is_refused(tmp_path: Path) -> None:
         done = cli(*arguments, *([str(tmp_path / "doc.json")] if command == "validate" else []))
         assert (done.returncode, done.stdout) == (2, "")
         assert done.stderr.endswith("is a folder; give --schemas DIR CONTRACT\n")
+
+
+@pytest.mark.parametrize("pattern", ["^a*a*a*a*a*a*a*b$", "[a-z]+@"])
+def test_a_pattern_that_backtracks_is_left_to_the_schemas_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
+    # msgspec matches the types' patterns with `re`, without a limit: 400 `a` took minutes.
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+    path = schema_file(tmp_path, "poly.json", schema)
+    package = f"poly{abs(hash(pattern))}"
+    done = cli(
+        "generate", "--schema", str(path), "--out", str(tmp_path / package), "--package", package
+    )
+    assert done.returncode == 0, done.stderr
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = importlib.import_module(package)
+        assert module.SCHEMA_ONLY_RULES["poly"] == ("/properties/s/pattern",)
+        with pytest.raises(ContractError):
+            decode(module.POLY, json.dumps({"s": "a" * 4000}))
+    finally:
+        for name in [name for name in sys.modules if name.split(".")[0] == package]:
+            del sys.modules[name]
