@@ -700,3 +700,28 @@ def test_a_pattern_that_backtracks_is_left_to_the_schemas_time_limit(
     finally:
         for name in [name for name in sys.modules if name.split(".")[0] == package]:
             del sys.modules[name]
+
+
+def test_odd_but_usable_schemas_are_read_as_they_mean(tmp_path: Path) -> None:
+    # A relative root `$id` is read against the file's own place.
+    (tmp_path / "rel").mkdir()
+    common = schema_file(
+        tmp_path, "rel/common.json", {"$id": "common.json", "$defs": {"q": {"type": "integer"}}}
+    )
+    main = schema_file(tmp_path, "rel/main.json", {"$ref": "common.json#/$defs/q"})
+    contracts = load_contracts(main, common)
+    assert [not violations(contracts["main"], value) for value in (1, "x")] == [True, False]
+    # Draft 4's exclusive bounds are said as such.
+    bounded = load_contracts(
+        schema_file(
+            tmp_path, "d4.json", {"$schema": DRAFT4, "maximum": 5, "exclusiveMaximum": True}
+        )
+    )
+    assert [str(v) for v in violations(bounded["d4"], 5)] == ["(document): 5 is not less than 5"]
+    # A reference to nothing in a large schema is one short line.
+    big = {"$ref": "#nowhere", "description": "x" * 100_000}
+    with pytest.raises(UnusableSchema) as refused:
+        load_contracts(schema_file(tmp_path, "big.json", big))
+    assert len(str(refused.value)) < 400
+    with pytest.raises(TypeError, match="resources map URIs to schemas, not list"):
+        load_contracts(main, resources=[])  # type: ignore[arg-type]

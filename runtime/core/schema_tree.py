@@ -179,6 +179,8 @@ class SchemaTree:
                     f"by {contracts[name].path} too"
                 )
             contracts[name] = Contract(name, family, relative, uri, self.documents[uri])
+        if resources is not None and not isinstance(resources, Mapping):
+            raise TypeError(f"resources map URIs to schemas, not {type(resources).__name__}")
         for uri, schema in (resources or {}).items():
             if not isinstance(uri, str) or not uri or urldefrag(uri)[1]:
                 raise UnusableSchema(f"resource {uri!r}: a resource's URI is absolute, no fragment")
@@ -210,14 +212,16 @@ class SchemaTree:
         """
         if uri is None:
             declared = document.get("$id")
+            own = "file:///" + quote((below or relative).as_posix())
             if declared is None:
-                uri = "file:///" + quote((below or relative).as_posix())
+                uri = own
             elif not isinstance(declared, str) or not declared:
                 raise UnusableSchema(f"{relative}: `$id` must be a non-empty string")
             else:
                 # `https://ex.org/a.json#` names the document `https://ex.org/a.json`, which its
-                # references `a.json#/$defs/x` name once their empty fragment is taken off.
-                uri = declared.removesuffix("#")
+                # references `a.json#/$defs/x` name once their empty fragment is taken off; a
+                # relative `$id` (`common.json`) is read against the file's own place.
+                uri = urljoin(own, declared).removesuffix("#")
         if uri in self.documents:
             raise UnusableSchema(f"{relative}: `$id` {uri} is used twice")
         draft = _draft_of(document, relative)
@@ -490,8 +494,10 @@ def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
         ]
         only_ref = draft_of(bundle) in ("4", "6", "7")  # where `$ref` hides its siblings
         loop = _loop_in_place(starts, specification, only_ref=only_ref)
-    except Unresolvable as error:
-        raise UnusableSchema(f"{path}: a reference names nothing: {error}") from None
+    except Unresolvable as error:  # its text may quote a whole schema: cut
+        raise UnusableSchema(
+            f"{path}: a reference names nothing: {shown(str(error), 200)}"
+        ) from None
     except ValueError as error:  # a URI that cannot be parsed
         raise UnusableSchema(f"{path}: a reference cannot be read: {error}") from None
     if loop is not None:

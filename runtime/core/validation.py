@@ -779,6 +779,9 @@ def _explain(error: SchemaError, root: Any) -> Iterator[Violation]:
                     message = f"{violation.message}, or null"
                     yield Violation(violation.pointer, message, violation.keyword)
     else:
+        exclusive = f"exclusive{keyword.title()}"
+        if keyword in ("minimum", "maximum") and _member(schema, exclusive) is True:
+            keyword = exclusive  # draft 4's: a flag beside the bound
         yield Violation(pointer, _describe(keyword, expected, instance), keyword)
 
 
