@@ -69,13 +69,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--text", action="store_true", help="print the text shown to a model instead of JSON"
     )
     whose = schema.add_mutually_exclusive_group()
-    whose.add_argument(
-        "--schema",
-        type=Path,
-        metavar="SCHEMA",
-        action="append",
-        help="the contract of this file (more --schema: files its references name)",
-    )
+    _add_schema_files(whose, "the contract of this file (more --schema: files its references name)")
     whose.add_argument(
         "--schemas", type=Path, metavar="DIR", help="a contract of this schema folder"
     )
@@ -99,12 +93,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     add_format(validate, FORMATS)
     add_max_bytes(validate, "documents (or lines)")
     user = validate.add_mutually_exclusive_group()
-    user.add_argument(
-        "--schema",
-        type=Path,
-        metavar="SCHEMA",
-        action="append",
-        help="judge by this schema file, of any JSON Schema draft: it is the contract "
+    _add_schema_files(
+        user,
+        "judge by this schema file, of any JSON Schema draft: it is the contract "
         "(more --schema: files its references name)",
     )
     user.add_argument(
@@ -133,12 +124,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     source = generate.add_mutually_exclusive_group()
     source.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
-    source.add_argument(
-        "--schema",
-        type=Path,
-        metavar="SCHEMA",
-        action="append",
-        help="a schema file, a contract named after the file (repeat for more; needs --out)",
+    _add_schema_files(
+        source, "a schema file, a contract named after the file (repeat for more; needs --out)"
     )
     generate.add_argument(
         "--out", type=Path, metavar="DIR", help="the output folder, a package the generator owns"
@@ -149,6 +136,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         help="the dotted name the output is imported by: checks that --out ends in its folders",
     )
     generate.set_defaults(run=_generate)
+
+
+def _add_schema_files(group: argparse._ActionsContainer, help: str) -> None:
+    """--schema FILE, repeatable: schema files a user names, read by `_schema_files`."""
+    group.add_argument("--schema", type=Path, metavar="SCHEMA", action="append", help=help)
 
 
 def _contracts(args: argparse.Namespace, out: Output) -> int:

@@ -446,21 +446,9 @@ def _schemas_with_base(document: Any, uri: str) -> Iterator[tuple[dict[str, Any]
 
 def _bases(document: Any, uri: str) -> Iterator[str]:
     """The URI of every schema inside `document` that has an `$id` of its own."""
-    pending: list[tuple[Any, str, bool]] = [(document, uri, False)]
-    while pending:
-        node, base, names = pending.pop()
-        if isinstance(node, list):
-            pending += [(item, base, False) for item in node]
-        elif isinstance(node, dict):
-            identity = node.get("$id") if not names else None
-            if isinstance(identity, str) and node is not document:
-                base = urljoin(base, identity)
-                yield base
-            pending += [
-                (value, base, not names and key in NAMED_SUBSCHEMAS)
-                for key, value in node.items()
-                if names or key not in _VALUES
-            ]
+    for node, base in _schemas_with_base(document, uri):
+        if node is not document and isinstance(node.get("$id"), str):
+            yield base
 
 
 def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
