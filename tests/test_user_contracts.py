@@ -725,3 +725,14 @@ def test_odd_but_usable_schemas_are_read_as_they_mean(tmp_path: Path) -> None:
     assert len(str(refused.value)) < 400
     with pytest.raises(TypeError, match="resources map URIs to schemas, not list"):
         load_contracts(main, resources=[])  # type: ignore[arg-type]
+
+
+def test_a_file_name_with_a_space_generates_its_contract(tmp_path: Path) -> None:
+    path = schema_file(
+        tmp_path, "order line.json", {"type": "object", "properties": {"n": {"type": "integer"}}}
+    )
+    done = cli(
+        "generate", "--schema", str(path), "--out", str(tmp_path / "lines"), "--package", "lines"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "class OrderLine(" in (tmp_path / "lines" / "order_line.py").read_text()

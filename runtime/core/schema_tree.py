@@ -195,6 +195,8 @@ class SchemaTree:
         if not contracts:
             raise UnusableSchema("holds no contract")
         self.contracts = dict(sorted(contracts.items()))
+        self.contract_at = {contract.uri: contract for contract in contracts.values()}
+        "Each contract by its URI."
 
     def _add(
         self,
@@ -619,8 +621,9 @@ class _Bundler:
         return name
 
     def _name(self, uri: str, pointer: str) -> str:
-        if pointer == "":
-            return pascal_case(self.tree.paths[uri].stem)
+        if pointer == "":  # a contract's class name, which a file given alone takes from its name
+            whole = self.tree.contract_at.get(uri)
+            return whole.class_name if whole else pascal_case(self.tree.paths[uri].stem)
         parts = pointer.split("/")
         if len(parts) != 3 or parts[:2] != ["", "$defs"]:  # an anchor, or a pointer elsewhere
             raise _NotSimple
