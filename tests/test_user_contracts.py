@@ -736,3 +736,26 @@ def test_a_file_name_with_a_space_generates_its_contract(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "class OrderLine(" in (tmp_path / "lines" / "order_line.py").read_text()
+
+
+@pytest.mark.parametrize(("length", "refused"), [(250, False), (500, True)])
+def test_a_chain_of_references_past_what_the_validator_follows_is_refused_when_read(
+    tmp_path: Path, length: int, refused: bool
+) -> None:
+    # Reached from the middle first, too: `p` starts at the chain's half.
+    chain = {f"a{i}": {"$ref": f"#/definitions/a{i + 1}"} for i in range(length)}
+    chain[f"a{length}"] = {"type": "string"}
+    schema = {
+        "$schema": DRAFT7,
+        "properties": {
+            "p": {"$ref": f"#/definitions/a{length // 2}"},
+            "q": {"$ref": "#/definitions/a0"},
+        },
+        "definitions": chain,
+    }
+    path = schema_file(tmp_path, "chain.json", schema)
+    if refused:
+        with pytest.raises(UnusableSchema, match="more than 300 schemas judge one value"):
+            load_contracts(path)
+    else:
+        assert verdicts(load_contracts(path), [{"q": "x"}, {"q": 1}]) == [True, False]

@@ -484,6 +484,11 @@ def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
         ]
         only_ref = draft_of(bundle) in ("4", "6", "7")  # where `$ref` hides its siblings
         loop = _loop_in_place(starts, specification, only_ref=only_ref)
+    except _TooDeepInPlace:
+        raise UnusableSchema(
+            f"{path}: more than {MAX_REFERENCES_IN_PLACE} schemas judge one value in a chain "
+            "(`$ref` to `$ref`, `allOf` in `allOf`), past what the validator follows"
+        ) from None
     except Unresolvable as error:  # its text may quote a whole schema: cut
         raise UnusableSchema(
             f"{path}: a reference names nothing: {shown(str(error), 200)}"
@@ -502,6 +507,16 @@ _IN_PLACE = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 
 
+MAX_REFERENCES_IN_PLACE = 300
+"""How many schemas may judge one value in a chain (`$ref` to `$ref`, `allOf` in `allOf`): the
+validator follows each by recursion, which Python bounds near 450. A 62-deep chain is as deep as
+the 2 MB benchmark schema's."""
+
+
+class _TooDeepInPlace(Exception):
+    """A chain of schemas judging one value longer than MAX_REFERENCES_IN_PLACE."""
+
+
 def _loop_in_place(
     starts: list[tuple[dict[str, Any], Any]], specification: Any, *, only_ref: bool
 ) -> str | None:
@@ -514,6 +529,9 @@ def _loop_in_place(
     beside it. Walked with a stack, each schema once.
     """
     done: set[int] = set()
+    # How many schemas judge one value in the longest chain from each schema walked.
+    longest: dict[int, int] = {}
+    below: dict[int, list[int]] = {}
     for start, resolver in starts:
         # Each entry: a schema, the resolver of its base, the reference that led to it, and
         # whether its subschemas were pushed (then it is on the path while they are walked).
@@ -524,6 +542,9 @@ def _loop_in_place(
             if expanded:
                 path.discard(id(node))
                 done.add(id(node))
+                longest[id(node)] = 1 + max((longest[sub] for sub in below[id(node)]), default=0)
+                if longest[id(node)] > MAX_REFERENCES_IN_PLACE:
+                    raise _TooDeepInPlace
                 continue
             if not isinstance(node, dict) or id(node) in done:
                 continue
@@ -533,14 +554,16 @@ def _loop_in_place(
             pending.append((node, here, via, True))
             if isinstance(node.get("$id"), str) and node is not start:
                 here = here.in_subresource(specification.create_resource(node))
+            subs: list[tuple[Any, Any, str, bool]] = []
             for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
                 reference = node.get(keyword)
                 if isinstance(reference, str):
                     found = here.lookup(reference)
-                    pending.append((found.contents, found.resolver, reference, False))
-            if only_ref and isinstance(node.get("$ref"), str):
-                continue
-            pending += [(sub, here, via, False) for sub in _in_place(node)]
+                    subs.append((found.contents, found.resolver, reference, False))
+            if not (only_ref and isinstance(node.get("$ref"), str)):
+                subs += [(sub, here, via, False) for sub in _in_place(node)]
+            below[id(node)] = [id(sub[0]) for sub in subs if isinstance(sub[0], dict)]
+            pending += subs
     return None
 
 
