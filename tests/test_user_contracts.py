@@ -759,3 +759,16 @@ def test_a_chain_of_references_past_what_the_validator_follows_is_refused_when_r
             load_contracts(path)
     else:
         assert verdicts(load_contracts(path), [{"q": "x"}, {"q": 1}]) == [True, False]
+
+
+def test_references_nested_past_pythons_limit_are_one_line(tmp_path: Path) -> None:
+    chain: dict[str, Any] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(1000)}
+    chain["d1000"] = {"type": "string"}
+    path = schema_file(tmp_path, "chain.json", {"$defs": chain, "$ref": "#/$defs/d0"})
+    with pytest.raises(UnusableSchema) as refused:
+        load_contracts(path)
+    assert str(refused.value) in (
+        f"{path}: nests its references too deeply",
+        f"{path}: more than 300 schemas judge one value in a chain (`$ref` to `$ref`, "
+        "`allOf` in `allOf`), past what the validator follows",
+    )

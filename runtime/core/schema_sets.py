@@ -59,7 +59,7 @@ def load_contracts(
     except UnusableSchema as error:
         raise UnusableSchema(f"{where}{error}") from None
     except RecursionError:  # bundling and checking follow the schema's depth
-        raise UnusableSchema(f"{where or given[0]}: nests its references too deeply") from None
+        raise UnusableSchema(f"{where or f'{given[0]}: '}nests its references too deeply") from None
     return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
 
 
