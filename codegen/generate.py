@@ -25,6 +25,7 @@ from plancontracts.runtime.core.schema_tree import (
     GENERATED_BY,
     SchemaTree,
     constant_name,
+    is_generated_package,
     module_name,
 )
 
@@ -298,12 +299,7 @@ def _check_output_folder(out: Path) -> None:
             return
     except OSError as error:
         raise OutputFolderError(f"{out}: cannot be read: {error.strerror}") from None
-    try:
-        with (out / "__init__.py").open(encoding="utf-8") as stream:
-            generated = stream.readline().startswith(GENERATED_BY)
-    except (OSError, UnicodeDecodeError):
-        generated = False
-    if not generated:
+    if not is_generated_package(out):
         raise OutputFolderError(
             f"{out}: holds files that `plancontracts generate` did not write, and it would "
             "remove them; give an empty folder or one it wrote"

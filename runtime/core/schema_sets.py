@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UnusableSchema
-from .schema_tree import GENERATED_BY, SchemaTree
+from .schema_tree import SchemaTree, is_generated_package
 from .validation import PATTERN_SECONDS, ContractSet
 
 __all__ = ["load_contracts"]
@@ -46,10 +46,11 @@ def load_contracts(
     given = [Path(path) for path in paths]
     folder = given[0] if len(given) == 1 and given[0].is_dir() else None
     # Files given are named in messages as given; a folder's, inside it.
-    where = f"{folder}: " if folder is not None and not _is_generated(folder) else ""
+    generated = folder is not None and is_generated_package(folder)
+    where = f"{folder}: " if folder is not None and not generated else ""
     try:
         if folder is not None:
-            tree = _tree_of_folder(folder, resources)
+            tree = _tree_of_folder(folder, generated, resources)
         else:
             for path in given:
                 if path.is_dir():
@@ -63,20 +64,13 @@ def load_contracts(
     return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
 
 
-def _tree_of_folder(folder: Path, resources: Mapping[str, Any] | None) -> SchemaTree:
-    """A schema folder's tree, or, for a generated package's folder, that of its schemas."""
-    if not _is_generated(folder):
+def _tree_of_folder(
+    folder: Path, generated: bool, resources: Mapping[str, Any] | None
+) -> SchemaTree:
+    """A schema folder's tree, or, for a `generated` package's folder, that of its schemas."""
+    if not generated:
         return SchemaTree(folder, resources=resources)
     files = sorted((folder / "schemas").glob("*.json"))
     if not files:
         raise UnusableSchema("a generated package with no schemas/ folder")
     return SchemaTree(files=files, resources=resources)
-
-
-def _is_generated(folder: Path) -> bool:
-    """Whether `folder` holds a package `plancontracts generate` wrote."""
-    try:
-        with (folder / "__init__.py").open(encoding="utf-8") as stream:
-            return stream.readline().startswith(GENERATED_BY)
-    except (OSError, UnicodeDecodeError):
-        return False
