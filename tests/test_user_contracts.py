@@ -509,6 +509,10 @@ def test_a_users_contract_has_a_decoding_profile_or_says_why_not(tmp_path: Path)
     profile = contract_profile(contracts["order"])
     assert profile["properties"]["line"]["properties"]["sku"]["type"] == "string"
     assert jsonschema.Draft202012Validator(profile).is_valid({"line": {"sku": "a"}})
+    # A `$ref` key inside a value is data, not a reference left unwritten.
+    constant = {"type": "object", "properties": {"a": {"const": {"$ref": "x"}}}}
+    handle = load_contracts(schema_file(tmp_path, "constant.json", constant))["constant"]
+    assert contract_profile(handle)["properties"]["a"] == {"const": {"$ref": "x"}}
     for name, schema, why in (
         (
             "tree.json",

@@ -25,7 +25,7 @@ from typing import Any
 from .contracts import AnyContract, contract_name, contract_schema, is_bundled
 from .errors import ProfileBug, UnusableSchema
 from .schema_text import display_pattern
-from .schema_tree import draft_of
+from .schema_tree import draft_of, references
 
 __all__ = [
     "WHITESPACE",
@@ -84,10 +84,10 @@ def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[s
             f"{name}: no decoding profile: the schema refers to itself, and a profile writes "
             "every reference out"
         ) from None
-    left = next((pointer for pointer, _ in _references_left(derived)), None)
+    left = next(references(derived, "file:///profile.json"), None)
     if left is not None:  # under a schema without `type`, which the deriver copies as it is
         raise UnusableSchema(
-            f"{name}: no decoding profile: the reference at {left or '/'} is under a schema "
+            f"{name}: no decoding profile: the reference {left[0]!r} is under a schema "
             "without a `type` the profile could write out"
         )
     return {**derived, "x-guidance": WHITESPACE}
@@ -126,19 +126,6 @@ def _unread(schema: Any) -> str | None:
             if key in node and node[key] is not True:
                 pending.append((f"{where}/{key}", node[key]))
     return None
-
-
-def _references_left(node: Any, pointer: str = "") -> Any:
-    """Each place of a derived profile that still holds `$ref`, with its JSON Pointer."""
-    pending: list[tuple[str, Any]] = [(pointer, node)]
-    while pending:
-        where, value = pending.pop()
-        if isinstance(value, dict):
-            if "$ref" in value:
-                yield where, value
-            pending += [(f"{where}/{key}", sub) for key, sub in value.items()]
-        elif isinstance(value, list):
-            pending += [(f"{where}/{index}", sub) for index, sub in enumerate(value)]
 
 
 def closed(properties: dict[str, Any]) -> dict[str, Any]:

@@ -337,7 +337,7 @@ class SchemaTree:
         pending = [start]
         while pending:
             uri = pending.pop()
-            for reference, base in _references(self.documents[uri], uri):
+            for reference, base in references(self.documents[uri], uri):
                 target = self.target(base, reference, self.paths[uri])
                 if target is not None and target != start and target not in reached:
                     reached[target] = None
@@ -428,8 +428,11 @@ _IDENTITY_KEYWORDS = frozenset(
 "Keywords that name or find places by something other than a path: the simple form drops them."
 
 
-def _references(document: Any, uri: str) -> Iterator[tuple[str, str]]:
-    """Each reference in a schema document, with the base URI it is resolved against."""
+def references(document: Any, uri: str) -> Iterator[tuple[str, str]]:
+    """Each reference in a schema document, with the base URI it is resolved against.
+
+    Values (`const`, `enum`, `default`, `examples`) are data: a `$ref` key in one is none.
+    """
     for node, base in _schemas_with_base(document, uri):
         for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
             if isinstance(node.get(keyword), str):
@@ -486,7 +489,7 @@ def _check_resolvable(bundle: JSONSchema, path: Path) -> None:
         resource = Resource.from_contents(bundle, default_specification=specification)
         registry: Registry[Any] = Registry().with_resource(uri, resource).crawl()
         registry = _meta_schemas().combine(registry)
-        for reference, base in _references(bundle, uri):
+        for reference, base in references(bundle, uri):
             registry.resolver(base_uri=base).lookup(reference)
         starts = [
             (node, registry.resolver(base_uri=base))
