@@ -16,6 +16,7 @@ as a whole is named after it in PascalCase (`tool-event` -> `ToolEvent`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -207,6 +208,8 @@ class SchemaTree:
         self.contracts = dict(sorted(contracts.items()))
         self.contract_at = {contract.uri: contract for contract in contracts.values()}
         "Each contract by its URI."
+        self._simple: dict[str, bool] = {}
+        "Whether each contract bundled or tried so far bundles in the simple form."
 
     def _add(
         self,
@@ -267,20 +270,26 @@ class SchemaTree:
         under its own `$id`, as JSON Schema's bundling does (draft 2020-12,
         section 9.3.1): every reference resolves as it did. See `is_simple`.
         """
-        try:
-            bundle = self.simple_bundle(contract)
-        except _NotSimple:
+        bundle: JSONSchema | None = None
+        if self._simple.get(contract.name, True):  # not tried again once found not simple
+            with contextlib.suppress(_NotSimple):
+                bundle = self.simple_bundle(contract)
+            self._simple[contract.name] = bundle is not None
+        if bundle is None:
             bundle = self._embedding_bundle(contract)
         _check_resolvable(bundle, contract.path)
         return bundle
 
     def is_simple(self, contract: Contract) -> bool:
-        """Whether `contract` bundles into the simple form (see `bundle`)."""
-        try:
-            self.simple_bundle(contract)
-        except _NotSimple:
-            return False
-        return True
+        """Whether `contract` bundles into the simple form (see `bundle`); found once."""
+        if contract.name not in self._simple:
+            try:
+                self.simple_bundle(contract)
+            except _NotSimple:
+                self._simple[contract.name] = False
+            else:
+                self._simple[contract.name] = True
+        return self._simple[contract.name]
 
     def simple_bundle(self, contract: Contract) -> JSONSchema:
         bundler = _Bundler(self)
