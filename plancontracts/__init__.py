@@ -54,6 +54,8 @@ _EXPORTS = {
     "UnusableSchema": "runtime.core.errors",
     "UnusableScript": "runtime.core.errors",
     "UsageError": "runtime.core.errors",
+    "WriteFailed": "runtime.core.errors",
+    "Attempt": "runtime.core.errors",
     "MAX_VIOLATIONS": "runtime.core.errors",
     "Violation": "runtime.core.errors",
     "Violations": "runtime.core.errors",
@@ -67,6 +69,13 @@ _EXPORTS = {
     "convert": "runtime.core.validation",
     "decode": "runtime.core.validation",
     "violations": "runtime.core.validation",
+    "Budget": "runtime.model.writing",
+    "Partial": "runtime.model.writing",
+    "write": "runtime.model.writing",
+    "write_sync": "runtime.model.writing",
+    "ModelChoice": "runtime.model.choice",
+    "ServerSettings": "runtime.model.resolution",
+    "load_writer": "runtime.model.choice",
     "Limits": "runtime.engine.limits",
     "check_plan": "runtime.engine.checks",
     "execute_plan": "runtime.engine.executor",
@@ -80,20 +89,25 @@ __all__ = [
     "MAX_VIOLATIONS",
     "AnswerRefused",
     "AssetGenerationError",
+    "Attempt",
+    "Budget",
     "ContractError",
     "ContractSet",
     "GenerationFailed",
     "Limits",
     "MalformedJSON",
+    "ModelChoice",
     "NoModel",
     "NotAModel",
     "OutOfTime",
+    "Partial",
     "PlanContractsError",
     "ProfileBug",
     "ProtocolViolation",
     "Rules",
     "ScriptFailure",
     "ServerFailed",
+    "ServerSettings",
     "SkillSet",
     "StoreError",
     "StreamError",
@@ -107,6 +121,7 @@ __all__ = [
     "UsageError",
     "Violation",
     "Violations",
+    "WriteFailed",
     "bundled_skills",
     "check_plan",
     "contract_names",
@@ -116,9 +131,12 @@ __all__ = [
     "discover_skills",
     "execute_plan",
     "load_contracts",
+    "load_writer",
     "root_type",
     "schema_text",
     "violations",
+    "write",
+    "write_sync",
 ]
 
 # What the names are, for type checkers. tests/test_layers.py holds these imports,
@@ -129,6 +147,7 @@ if TYPE_CHECKING:
         MAX_VIOLATIONS,
         AnswerRefused,
         AssetGenerationError,
+        Attempt,
         ContractError,
         GenerationFailed,
         MalformedJSON,
@@ -152,6 +171,7 @@ if TYPE_CHECKING:
         UsageError,
         Violation,
         Violations,
+        WriteFailed,
     )
     from .runtime.core.rules import Rules
     from .runtime.core.schema_sets import load_contracts
@@ -161,6 +181,9 @@ if TYPE_CHECKING:
     from .runtime.engine.executor import execute_plan
     from .runtime.engine.limits import Limits
     from .runtime.engine.skills import SkillSet, bundled_skills, discover_skills
+    from .runtime.model.choice import ModelChoice, load_writer
+    from .runtime.model.resolution import ServerSettings
+    from .runtime.model.writing import Budget, Partial, write, write_sync
 
 
 _exported, __dir__ = lazy_names(__name__, _EXPORTS)

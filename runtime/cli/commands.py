@@ -69,7 +69,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--text", action="store_true", help="print the text shown to a model instead of JSON"
     )
     whose = schema.add_mutually_exclusive_group()
-    _add_schema_files(whose, "the contract of this file (more --schema: files its references name)")
+    add_schema_files(whose, "the contract of this file (more --schema: files its references name)")
     whose.add_argument(
         "--schemas", type=Path, metavar="DIR", help="a contract of this schema folder"
     )
@@ -93,7 +93,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     add_format(validate, FORMATS)
     add_max_bytes(validate, "documents (or lines)")
     user = validate.add_mutually_exclusive_group()
-    _add_schema_files(
+    add_schema_files(
         user,
         "judge by this schema file, of any JSON Schema draft: it is the contract "
         "(more --schema: files its references name)",
@@ -124,7 +124,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     source = generate.add_mutually_exclusive_group()
     source.add_argument("--schemas", type=Path, metavar="DIR", help="the schema folder")
-    _add_schema_files(
+    add_schema_files(
         source, "a schema file, a contract named after the file (repeat for more; needs --out)"
     )
     generate.add_argument(
@@ -138,8 +138,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     generate.set_defaults(run=_generate)
 
 
-def _add_schema_files(group: argparse._ActionsContainer, help: str) -> None:
-    """--schema FILE, repeatable: schema files a user names, read by `_schema_files`."""
+def add_schema_files(group: argparse._ActionsContainer, help: str) -> None:
+    """--schema FILE, repeatable: schema files a user names, read by `schema_files`."""
     group.add_argument("--schema", type=Path, metavar="SCHEMA", action="append", help=help)
 
 
@@ -156,12 +156,12 @@ def _schema(args: argparse.Namespace, out: Output) -> int:
     if args.schema is not None:
         if args.contract is not None:
             raise UsageError("give a CONTRACT or --schema, not both: the file is the contract")
-        contracts, name = _schema_files(args.schema)
+        contracts, name = schema_files(args.schema)
         contract = contracts[name]
     elif args.contract is None:
         raise UsageError("give the CONTRACT whose schema to print, or --schema SCHEMA")
     elif args.schemas is not None:
-        contract = _user_contracts("--schemas", args.schemas)[args.contract]
+        contract = user_contracts("--schemas", args.schemas)[args.contract]
     else:
         contract = args.contract
     if args.text:
@@ -179,13 +179,13 @@ def _validate(
 ) -> int:
     # The schemas, the contract and the options are usage errors, before any reading.
     if args.schema is not None:
-        contracts, contract = _schema_files(args.schema)
+        contracts, contract = schema_files(args.schema)
     else:
         contract, *args.files = args.files
         if not args.files:
             raise UsageError("give the documents to validate after the contract's name")
         schemas = args.schemas
-        contracts = BUNDLED if schemas is None else _user_contracts("--schemas", schemas)
+        contracts = BUNDLED if schemas is None else user_contracts("--schemas", schemas)
         contracts.require(contract)
     chosen = [option.rules(args, contract) for option in rules_options]
     rules = next((found for found in chosen if found is not None), None)
@@ -228,7 +228,7 @@ def _no_folder(path: Path) -> str:
     return "is not a folder" if os.path.lexists(path) else "no such folder"
 
 
-def _schema_files(paths: list[Path]) -> tuple[ContractSet, str]:
+def schema_files(paths: list[Path]) -> tuple[ContractSet, str]:
     """The contracts of the `--schema` files, and the name of the first: the one judged by.
 
     Raises `UsageError` for a folder (that is `--schemas`) and for schemas
@@ -245,7 +245,7 @@ def _schema_files(paths: list[Path]) -> tuple[ContractSet, str]:
         raise UsageError(printable(f"--schema {error}")) from None
 
 
-def _user_contracts(flag: str, path: Path) -> ContractSet:
+def user_contracts(flag: str, path: Path) -> ContractSet:
     """The contracts of a schema file or folder a user named, for `validate` and `schema`.
 
     Raises `UsageError` naming `flag` for schemas that cannot be used.

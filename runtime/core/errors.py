@@ -17,7 +17,8 @@ re-export the ones their users catch:
     ├── NotAModel                       a model candidate that cannot be used
     ├── GenerationFailed                no document the profile accepts was written
     │   ├── ServerFailed                a model server gave no answer to use
-    │   └── AnswerRefused               a model server's answer the profile refuses
+    │   ├── AnswerRefused               a model server's answer the profile refuses
+    │   └── WriteFailed                 `write` spent its budget and accepted no answer
     ├── ProtocolViolation               a tool script broke the tool protocol
     ├── ScriptFailure                   a script's function ends its run with ok false
     ├── UnusableScript (LookupError)    a `toolPath` that names no usable script
@@ -338,6 +339,35 @@ class ServerFailed(GenerationFailed):
 
 class AnswerRefused(GenerationFailed):
     """The server answered with a document the profile does not accept; it is not used."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One answer a model wrote for `write`, and how it was judged.
+
+    `number` counts from 1; `tokens` are those written for it and `seconds`
+    the time it took; `violations` are why it was refused (empty for the
+    answer accepted). `answer` is the text written, cut to `SHOWN_ANSWER`
+    characters.
+    """
+
+    number: int
+    tokens: int
+    seconds: float
+    violations: Violations
+    answer: str
+
+
+class WriteFailed(GenerationFailed):
+    """`write` spent its budget (attempts, tokens or time) and no answer was accepted.
+
+    `attempts` holds every attempt made, each with the violations it was
+    refused for; the message says which budget ran out, in one line.
+    """
+
+    def __init__(self, message: str, attempts: Sequence[Attempt]) -> None:
+        super().__init__(message)
+        self.attempts = tuple(attempts)
 
 
 # Running plans: the executor, skills and their scripts ---------------------------------------

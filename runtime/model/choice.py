@@ -95,7 +95,7 @@ def load_first_writer(
 def load_writer(
     choice: ModelChoice = ModelChoice(),
     *,
-    needs: str,
+    needs: str = "the work needs one",
     say: Callable[[str], None] = say_on_stderr,
 ) -> Writer:
     """`load_first_writer`, for work that cannot go on without a model.

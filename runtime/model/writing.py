@@ -1,0 +1,523 @@
+"""Any contract, written by any model: asked, judged, and asked again with what was wrong.
+
+    recipe = await write(contracts["recipe"], "A soup for four", writer=writer)
+    plan = write_sync(PLAN, messages, writer=writer, budget=Budget(attempts=5, seconds=60))
+    async for partial in write(RECIPE, "A soup", writer=writer, stream=True):
+        print(partial.value)                     # the longest complete prefix, as it grows
+
+The model writes under the contract's decoding profile (`contract_profile`:
+valid by construction on a local model; the same profile is a server's
+structured-output constraint). Every answer is then judged by the contract
+itself, its rules beyond the schema included, and by the caller's own
+`check`; an answer refused is asked again, the refused answer and its
+violations (each with its JSON Pointer) added to the conversation, until one
+is accepted or the budget (attempts, tokens, seconds) is spent. The family
+generators write through the same loop (`write_checked`) with their own
+profiles and judges.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar, overload
+
+import msgspec
+import trio
+from trio.abc import ReceiveChannel
+
+from ...generated import Contract
+from ..core.contracts import AnyContract, contract_name, contract_schema
+from ..core.errors import (
+    Attempt,
+    ContractError,
+    GenerationFailed,
+    MalformedJSON,
+    UnusableSchema,
+    Violation,
+    Violations,
+    WriteFailed,
+)
+from ..core.profiles import Bounds, contract_profile
+from ..core.validation import decode
+from .chat import Message
+from .writer import Writer
+
+__all__ = [
+    "PROFILE_BOUNDS",
+    "SHOWN_ANSWER",
+    "SHOWN_VIOLATIONS",
+    "Budget",
+    "Check",
+    "Partial",
+    "decoding_schema",
+    "first_messages",
+    "refusal_message",
+    "write",
+    "write_checked",
+    "write_sync",
+]
+
+_T = TypeVar("_T")
+
+SHOWN_ANSWER = 4000
+"Characters of a refused answer kept in its `Attempt` and shown back to the model."
+SHOWN_VIOLATIONS = 20
+"Violations of a refused answer shown back to the model; the rest are counted."
+
+PROFILE_BOUNDS = Bounds()
+"The decoding profile's bounds where a contract sets none, unless `write` is given others."
+
+Check = Callable[[Any], Iterable[Violation]]
+"A caller's own check of an answer the contract accepted: its violations, none when it passes."
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What `write` may spend before it gives up: attempts, tokens, seconds.
+
+    `tokens` and `seconds` count every attempt together; None sets no limit.
+    """
+
+    attempts: int = 3
+    tokens: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"a budget allows at least 1 attempt, not {self.attempts}")
+        if self.tokens is not None and self.tokens < 1:
+            raise ValueError(f"a token budget is at least 1, not {self.tokens}")
+        if self.seconds is not None and not self.seconds > 0:
+            raise ValueError(f"a time budget is more than 0 seconds, not {self.seconds}")
+
+
+@dataclass(frozen=True)
+class Partial(Generic[_T]):
+    """One step of a streamed `write`: the answer so far, and at the end the accepted document.
+
+    `value` is the JSON value of the longest complete prefix of the answer
+    (strings once closed, numbers once finished); it is a fresh value each
+    time, never changed afterwards. `attempt` counts from 1: when an answer
+    is refused, the next partials are those of the next attempt and start
+    again from nothing. The last partial has `done` True and `document`
+    the contract's typed value.
+    """
+
+    value: Any
+    attempt: int
+    tokens: int
+    done: bool = False
+    document: _T | None = None
+
+
+def decoding_schema(contract: AnyContract, bounds: Bounds = PROFILE_BOUNDS) -> dict[str, Any]:
+    """The schema a model writes `contract` under: its decoding profile, else its own schema.
+
+    A user's contract in keywords the profile deriver does not read
+    (`allOf`, a list of types, another draft...) is written under its own
+    self-contained schema, which the local model's grammar compiler or the
+    server reads as far as it can; every answer is judged by the contract
+    either way.
+    """
+    try:
+        return contract_profile(contract, bounds)
+    except UnusableSchema:
+        return contract_schema(contract)
+
+
+def first_messages(contract: AnyContract, messages: str | Sequence[Message]) -> list[Message]:
+    """The conversation `write` starts with: `messages`, after a system message if none has one.
+
+    A string is one user message. The system message added names the
+    contract and shows its schema text (`schema_text`), which is what a
+    model reads of the contract beside the constraint.
+    """
+    from ..core.schema_text import schema_text
+
+    given = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+    for message in given:
+        if not isinstance(message, dict) or not {"role", "content"} <= message.keys():
+            raise TypeError("each message is a dict with a role and a content")
+    if any(message["role"] == "system" for message in given):
+        return given
+    name = contract_name(contract)
+    system = (
+        f"Answer with one JSON document of the contract `{name}`, and nothing else.\n\n"
+        f"{schema_text(contract)}"
+    )
+    return [{"role": "system", "content": system}, *given]
+
+
+def refusal_message(violations: Violations) -> str:
+    """What a model reads after an answer of its was refused: each violation with its pointer."""
+    shown = [f"- {violation}" for violation in violations[:SHOWN_VIOLATIONS]]
+    more = len(violations) - len(shown)
+    if more > 0 or not violations.complete:
+        shown.append(f"- and {'more than ' if not violations.complete else ''}{more} more")
+    listed = "\n".join(shown)
+    return (
+        f"That answer was refused ({violations.summary()}):\n{listed}\n"
+        "Write the whole document again, corrected."
+    )
+
+
+Judge = Callable[[str], Awaitable[_T | Violations]]
+"Reads an answer's text: the accepted value, or why it is refused (never empty)."
+
+
+async def write_checked(
+    writer: Writer,
+    messages: Sequence[Message],
+    schema: dict[str, Any],
+    judge: Judge[_T],
+    *,
+    budget: Budget = Budget(),
+    answer: str = "JSON",
+    max_tokens: int = 0,
+    seed: int | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
+    on_text: Callable[[str, int], Awaitable[None]] | None = None,
+) -> _T:
+    """Ask `writer` under `schema` until `judge` accepts an answer or `budget` is spent.
+
+    Each refused answer is added to the conversation with its violations
+    (`refusal_message`) and asked again. `max_tokens` bounds one answer (0:
+    what the context or server leaves), and the token budget what is left
+    of it. `on_attempt` hears of every attempt as it ends, accepted or not;
+    `on_text` is awaited with each piece of an answer as it arrives and the
+    tokens so far (a new attempt starts again from nothing). A writer's
+    failure (no answer at all: GenerationFailed, ServerFailed) is an
+    attempt refused with one violation at the document's root. Raises
+    WriteFailed, with every attempt, when the budget is spent.
+    """
+    conversation = list(messages)
+    attempts: list[Attempt] = []
+    spent = 0
+    deadline = math.inf if budget.seconds is None else trio.current_time() + budget.seconds
+    with trio.move_on_at(deadline) as timer:
+        for number in range(1, budget.attempts + 1):
+            limit = max_tokens
+            if budget.tokens is not None:
+                left = budget.tokens - spent
+                limit = left if limit <= 0 else min(limit, left)
+            started = trio.current_time()
+            pieces: list[str] = []
+            tokens = 0
+            refused: Violations | None = None
+            try:
+                async for piece in writer.stream_chat(
+                    conversation, schema, answer=answer, max_tokens=limit, seed=seed
+                ):
+                    pieces.append(piece.text)
+                    tokens += piece.tokens
+                    if on_text is not None:
+                        await on_text(piece.text, tokens)
+            except GenerationFailed as failure:
+                refused = Violations([Violation("", f"no answer: {failure}")])
+            spent += tokens
+            text = "".join(pieces)
+            judged: _T | Violations = refused if refused is not None else await judge(text)
+            seconds = trio.current_time() - started
+            shown = text if len(text) <= SHOWN_ANSWER else text[:SHOWN_ANSWER] + "..."
+            if not isinstance(judged, Violations):
+                if on_attempt is not None:
+                    on_attempt(Attempt(number, tokens, seconds, Violations(), shown))
+                return judged
+            attempt = Attempt(number, tokens, seconds, judged, shown)
+            attempts.append(attempt)
+            if on_attempt is not None:
+                on_attempt(attempt)
+            if budget.tokens is not None and spent >= budget.tokens:
+                raise WriteFailed(
+                    f"the token budget ({budget.tokens}) was spent in {_count(attempts)} and "
+                    f"no answer was accepted: {_last_reason(attempts)}",
+                    attempts,
+                )
+            if refused is None:
+                conversation += [
+                    {"role": "assistant", "content": shown},
+                    {"role": "user", "content": refusal_message(judged)},
+                ]
+    if timer.cancelled_caught:
+        raise WriteFailed(
+            f"the time budget ({budget.seconds:g} s) was spent in {_count(attempts, True)} and "
+            f"no answer was accepted" + (f": {_last_reason(attempts)}" if attempts else ""),
+            attempts,
+        )
+    raise WriteFailed(
+        f"no answer was accepted in {_count(attempts)}: {_last_reason(attempts)}", attempts
+    )
+
+
+def _count(attempts: list[Attempt], running: bool = False) -> str:
+    done = len(attempts) + running
+    return f"{done} attempt{'s' if done != 1 else ''}"
+
+
+def _last_reason(attempts: list[Attempt]) -> str:
+    last = attempts[-1].violations
+    first = str(last[0]) if last else "refused"
+    return f"the last one: {first}" + (f" (and {len(last) - 1} more)" if len(last) > 1 else "")
+
+
+def contract_judge(contract: AnyContract, check: Check | None) -> Judge[Any]:
+    """The judge `write` uses: the contract's strict decode, then the caller's `check`."""
+
+    async def judge(text: str) -> Any:
+        try:
+            value = decode(contract, text)
+        except ContractError as error:
+            return error.violations
+        except MalformedJSON as error:
+            return Violations([Violation("", str(error))])
+        if check is not None:
+            found = Violations(list(check(value)))
+            if found:
+                return found
+        return value
+
+    return judge
+
+
+@overload
+def write(
+    contract: Contract[_T],
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    stream: Literal[False] = False,
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> Awaitable[_T]: ...
+@overload
+def write(
+    contract: str,
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    stream: Literal[False] = False,
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> Awaitable[Any]: ...
+@overload
+def write(
+    contract: Contract[_T],
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    stream: Literal[True],
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> AbstractAsyncContextManager[ReceiveChannel[Partial[_T]]]: ...
+@overload
+def write(
+    contract: str,
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    stream: Literal[True],
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> AbstractAsyncContextManager[ReceiveChannel[Partial[Any]]]: ...
+def write(
+    contract: AnyContract,
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    stream: bool = False,
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> Awaitable[Any] | AbstractAsyncContextManager[ReceiveChannel[Partial[Any]]]:
+    """A document of `contract` written by `writer`, accepted by the contract and by `check`.
+
+    `contract` is a bundled handle (`PLAN`), a name, or a user's contract
+    (`load_contracts(...)["recipe"]`, or a handle of a generated package);
+    `messages` a prompt or chat messages (`first_messages` adds the system
+    message). `writer` is a loaded model or a server (`load_writer`).
+    `attempts` overrides `budget.attempts`; `max_tokens` bounds one answer
+    (0: what the model's context or the server leaves); `bounds` are the
+    decoding profile's where the contract sets none (`decoding_schema`);
+    `on_attempt` hears of each attempt as it ends.
+
+    Awaited, it returns the contract's typed value. With `stream=True` it is
+    an async context manager giving a channel of `Partial`s, the last one
+    holding the document (a context, not a bare iterator, so that the
+    writing stops when the block ends however it ends: PEP 789):
+
+        async with write(RECIPE, "A soup", writer=writer, stream=True) as partials:
+            async for partial in partials:
+                ...
+
+    Raises WriteFailed (every attempt's violations in `.attempts`) when the
+    budget is spent, UnknownContractError for an unknown name, TypeError for
+    a message that is not a dict with a role and a content.
+    """
+    if attempts is not None:
+        budget = Budget(attempts, budget.tokens, budget.seconds)
+    conversation = first_messages(contract, messages)
+    schema = decoding_schema(contract, bounds)
+    judge = contract_judge(contract, check)
+    if stream:
+        return _streamed(
+            writer, conversation, schema, judge, contract, budget, max_tokens, seed, on_attempt
+        )
+    return write_checked(
+        writer,
+        conversation,
+        schema,
+        judge,
+        budget=budget,
+        max_tokens=max_tokens,
+        seed=seed,
+        on_attempt=on_attempt,
+    )
+
+
+@asynccontextmanager
+async def _streamed(
+    writer: Writer,
+    conversation: list[Message],
+    schema: dict[str, Any],
+    judge: Judge[Any],
+    contract: AnyContract,
+    budget: Budget,
+    max_tokens: int,
+    seed: int | None,
+    on_attempt: Callable[[Attempt], None] | None,
+) -> AsyncIterator[ReceiveChannel[Partial[Any]]]:
+    """`write_checked` in a task of its own, its partial values handed out as they grow.
+
+    A partial is made only when the reader waits for one (each is the whole
+    value so far, so a later one says all an earlier one would): a slow
+    reader never holds the model back, nor piles up copies.
+    """
+    from ..core.partial import MISSING, PartialJSON, prefix_violations
+
+    send, receive = trio.open_memory_channel[Partial[Any]](0)
+    state = _StreamState()
+
+    def attempt_ended(attempt: Attempt) -> None:
+        state.parser = None
+        state.tokens = attempt.tokens
+        if on_attempt is not None:
+            on_attempt(attempt)
+
+    async def on_text(text: str, tokens: int) -> None:
+        if state.parser is None:  # the first piece of an attempt
+            state.parser, state.attempt, state.held = PartialJSON(), state.attempt + 1, False
+        if state.held:
+            return
+        try:
+            grew = state.parser.feed(text)
+        except MalformedJSON:
+            state.held = True  # the whole answer is judged, and refused, at its end
+            return
+        value = state.parser.value
+        if not grew or value is MISSING or not receive.statistics().tasks_waiting_receive:
+            return
+        if prefix_violations(contract, value):
+            state.held = True  # refused whatever came next: no partial of it is handed out
+            return
+        send.send_nowait(Partial(copy.deepcopy(value), state.attempt, tokens))
+
+    async def run() -> None:
+        async with send:
+            document = await write_checked(
+                writer,
+                conversation,
+                schema,
+                judge,
+                budget=budget,
+                max_tokens=max_tokens,
+                seed=seed,
+                on_attempt=attempt_ended,
+                on_text=on_text,
+            )
+            value = msgspec.to_builtins(document)
+            await send.send(Partial(value, max(state.attempt, 1), state.tokens, True, document))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            async with receive:
+                yield receive
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The nursery is a detail: one failure (WriteFailed, a writer's error) is itself.
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0] from None
+        raise
+
+
+@dataclass
+class _StreamState:
+    parser: Any = None
+    "The current attempt's PartialJSON; None between attempts."
+    attempt: int = 0
+    tokens: int = 0
+    held: bool = False
+    "Whether this attempt's partials are held back: its answer is refused whatever comes."
+
+
+def write_sync(
+    contract: AnyContract,
+    messages: str | Sequence[Message],
+    *,
+    writer: Writer,
+    attempts: int | None = None,
+    budget: Budget = Budget(),
+    check: Check | None = None,
+    max_tokens: int = 0,
+    seed: int | None = None,
+    bounds: Bounds = PROFILE_BOUNDS,
+    on_attempt: Callable[[Attempt], None] | None = None,
+) -> Any:
+    """`write`, awaited in a trio run of its own: for programs that are not async.
+
+    Call it outside any event loop (from asyncio, see docs/asyncio.md).
+    """
+
+    async def written() -> Any:
+        return await write(
+            contract,
+            messages,
+            writer=writer,
+            attempts=attempts,
+            budget=budget,
+            check=check,
+            max_tokens=max_tokens,
+            seed=seed,
+            bounds=bounds,
+            on_attempt=on_attempt,
+        )
+
+    return trio.run(written)

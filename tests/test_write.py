@@ -1,0 +1,363 @@
+"""`plancontracts.write`: any contract written by a model, judged, and asked again with what was wrong.
+
+The loop is tried here with a scripted writer (a `Writer` whose answers the
+test gives, piece by piece), so that each rule of the loop is seen alone:
+the re-ask with the violations in the conversation, the budget of attempts,
+tokens and seconds, the caller's check, the stream of partial values.
+tests/test_write_models.py runs the same loop against the stub model server
+and the packaged model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from plancontracts.pytest_plugin import PromptSnapshot
+
+from plancontracts import (
+    Attempt,
+    Budget,
+    Contract,
+    ContractSet,
+    GenerationFailed,
+    Violation,
+    WriteFailed,
+    load_contracts,
+    write,
+    write_sync,
+)
+from plancontracts.runtime.model.chat import Message, render_chat
+from plancontracts.runtime.model.writer import Piece
+from plancontracts.runtime.model.writing import (
+    SHOWN_VIOLATIONS,
+    decoding_schema,
+    first_messages,
+    refusal_message,
+)
+
+RECIPE = {
+    "title": "Recipe",
+    "type": "object",
+    "required": ["name", "serves", "steps"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 40},
+        "serves": {"type": "integer", "minimum": 1, "maximum": 12},
+        "steps": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 4,
+            "items": {"type": "string", "pattern": "^[A-Z][a-z ]*$"},
+        },
+    },
+}
+GOOD = {"name": "Soup", "serves": 4, "steps": ["Boil water", "Add leeks"]}
+
+
+class ScriptedWriter:
+    """A writer whose answers are given: each one sent a few characters at a time.
+
+    A `GenerationFailed` in `answers` is raised instead of an answer. What it
+    was asked (every conversation, every limit) is kept.
+    """
+
+    def __init__(self, answers: Sequence[str | GenerationFailed], piece: int = 3) -> None:
+        self.answers = list(answers)
+        self.piece = piece
+        self.asked: list[list[Message]] = []
+        self.limits: list[int] = []
+        self.schemas: list[dict[str, Any]] = []
+
+    async def write_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> dict[str, Any]:
+        raise AssertionError("write streams its answers")
+
+    async def stream_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> AsyncIterator[Piece]:
+        self.asked.append([dict(message) for message in messages])
+        self.limits.append(max_tokens)
+        self.schemas.append(schema)
+        answer_now = self.answers.pop(0)
+        if isinstance(answer_now, GenerationFailed):
+            raise answer_now
+        for start in range(0, len(answer_now), self.piece):
+            if 0 < max_tokens <= start // self.piece:
+                return  # cut at the token limit, as a model is
+            await trio.lowlevel.checkpoint()
+            yield Piece(answer_now[start : start + self.piece], 1)
+
+
+@pytest.fixture
+def recipes(tmp_path: Path) -> ContractSet:
+    path = tmp_path / "recipe.schema.json"
+    path.write_text(json.dumps(RECIPE))
+    return load_contracts(path)
+
+
+def text(document: Any) -> str:
+    return json.dumps(document)
+
+
+def run(contract: Contract[Any], writer: ScriptedWriter, **options: Any) -> Any:
+    async def written() -> Any:
+        return await write(contract, "A soup for four", writer=writer, **options)
+
+    return trio.run(written)
+
+
+# Accepted, refused, asked again ------------------------------------------------------------
+
+
+def test_an_answer_the_contract_accepts_is_returned_at_once(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text(GOOD)])
+    assert run(recipes["recipe"], writer) == GOOD
+    assert len(writer.asked) == 1
+
+
+def test_a_bundled_contract_is_written_as_its_typed_value() -> None:
+    from plancontracts import PLAN, contract_schema, decode
+    from plancontracts.generated.tool_plans import Plan
+
+    example = contract_schema(PLAN)["examples"][0]
+    writer = ScriptedWriter([text(example)])
+    plan = run(PLAN, writer)
+    assert isinstance(plan, Plan)
+    assert plan == decode(PLAN, text(example))
+
+
+def test_a_refused_answer_is_asked_again_with_its_violations(recipes: ContractSet) -> None:
+    bad = {**GOOD, "serves": 40, "steps": ["boil water"]}
+    writer = ScriptedWriter([text(bad), text(GOOD)])
+    seen: list[Attempt] = []
+    assert run(recipes["recipe"], writer, on_attempt=seen.append) == GOOD
+    assert [attempt.number for attempt in seen] == [1, 2]
+    assert {v.pointer for v in seen[0].violations} == {"/serves", "/steps/0"}
+    assert not seen[1].violations
+    second = writer.asked[1]
+    assert second[:-2] == writer.asked[0]  # the first conversation, then the refusal
+    assert second[-2] == {"role": "assistant", "content": text(bad)}
+    assert second[-1]["role"] == "user"
+    assert "/serves" in second[-1]["content"]
+    assert "/steps/0" in second[-1]["content"]
+
+
+def test_text_that_is_not_json_is_refused_and_asked_again(recipes: ContractSet) -> None:
+    writer = ScriptedWriter(['{"name": "So', text(GOOD)])
+    seen: list[Attempt] = []
+    assert run(recipes["recipe"], writer, on_attempt=seen.append) == GOOD
+    assert len(seen[0].violations) == 1
+    assert seen[0].violations[0].pointer == ""
+
+
+def test_the_callers_check_refuses_an_answer_the_contract_accepts(
+    recipes: ContractSet,
+) -> None:
+    small = {**GOOD, "serves": 2}
+
+    def for_four(recipe: Any) -> list[Violation]:
+        if recipe["serves"] != 4:
+            return [Violation("/serves", "the soup is for four")]
+        return []
+
+    writer = ScriptedWriter([text(small), text(GOOD)])
+    assert run(recipes["recipe"], writer, check=for_four) == GOOD
+    assert "/serves: the soup is for four" in writer.asked[1][-1]["content"]
+
+
+def test_a_writer_that_fails_is_a_refused_attempt_and_not_shown_back(
+    recipes: ContractSet,
+) -> None:
+    writer = ScriptedWriter([GenerationFailed("the server gave no answer"), text(GOOD)])
+    seen: list[Attempt] = []
+    assert run(recipes["recipe"], writer, on_attempt=seen.append) == GOOD
+    assert "the server gave no answer" in seen[0].violations[0].message
+    assert writer.asked[1] == writer.asked[0]  # nothing to show back: asked the same again
+
+
+# The budget ---------------------------------------------------------------------------------
+
+
+def test_the_attempts_spent_raise_with_every_attempts_violations(recipes: ContractSet) -> None:
+    bad = [text({**GOOD, "serves": n}) for n in (0, 13, 40)]
+    writer = ScriptedWriter(bad)
+    with pytest.raises(WriteFailed, match="in 3 attempts") as raised:
+        run(recipes["recipe"], writer)
+    assert [a.number for a in raised.value.attempts] == [1, 2, 3]
+    for attempt in raised.value.attempts:
+        assert [v.pointer for v in attempt.violations] == ["/serves"]
+    assert len(writer.asked) == 3
+    assert "\n" not in str(raised.value)
+
+
+def test_attempts_overrides_the_budgets_attempts(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text({**GOOD, "serves": 0})] * 5)
+    with pytest.raises(WriteFailed) as raised:
+        run(recipes["recipe"], writer, attempts=1, budget=Budget(attempts=5))
+    assert len(raised.value.attempts) == 1
+
+
+def test_the_token_budget_bounds_each_answer_and_all_of_them(recipes: ContractSet) -> None:
+    answer = text({**GOOD, "serves": 0})  # 3 characters a token: about 25 tokens
+    writer = ScriptedWriter([answer] * 5)
+    with pytest.raises(WriteFailed, match=r"token budget \(40\)") as raised:
+        run(recipes["recipe"], writer, budget=Budget(attempts=5, tokens=40))
+    assert writer.limits[0] == 40
+    assert writer.limits[1] == 40 - raised.value.attempts[0].tokens
+    assert sum(a.tokens for a in raised.value.attempts) == 40
+
+
+def test_the_time_budget_stops_a_slow_writer(recipes: ContractSet) -> None:
+    class Slow(ScriptedWriter):
+        async def stream_chat(self, *args: Any, **kwargs: Any) -> AsyncIterator[Piece]:
+            await trio.sleep(10)
+            yield Piece("{}", 1)
+
+    async def written() -> Any:
+        return await write(
+            recipes["recipe"], "soup", writer=Slow([]), budget=Budget(attempts=3, seconds=25)
+        )
+
+    with pytest.raises(WriteFailed, match=r"time budget \(25 s\)") as raised:
+        trio.run(written, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert len(raised.value.attempts) == 2  # two refused, the third stopped
+
+
+@pytest.mark.parametrize(
+    "budget", [{"attempts": 0}, {"tokens": 0}, {"seconds": 0}, {"seconds": -1.0}]
+)
+def test_a_budget_that_allows_nothing_is_refused(budget: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="budget"):
+        Budget(**budget)
+
+
+# What the model reads -----------------------------------------------------------------------
+
+
+def test_a_prompt_becomes_a_user_message_after_the_contracts_system_message(
+    recipes: ContractSet,
+) -> None:
+    messages = first_messages(recipes["recipe"], "A soup")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "`recipe`" in messages[0]["content"]
+    given = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Soup"}]
+    assert first_messages(recipes["recipe"], given) == given
+
+
+def test_a_message_that_is_not_a_chat_message_is_refused(recipes: ContractSet) -> None:
+    with pytest.raises(TypeError, match="role and a content"):
+        first_messages(recipes["recipe"], [{"text": "soup"}])  # type: ignore[list-item]
+
+
+def test_the_write_prompt(recipes: ContractSet, prompt_snapshot: PromptSnapshot) -> None:
+    messages = first_messages(recipes["recipe"], "A soup for four")
+    assert render_chat(messages, None, answer="JSON") == prompt_snapshot
+
+
+def test_the_refusal_prompt(recipes: ContractSet, prompt_snapshot: PromptSnapshot) -> None:
+    from plancontracts import violations
+
+    refused = violations(recipes["recipe"], {**GOOD, "serves": 40, "steps": ["boil", 3]})
+    assert refusal_message(refused) == prompt_snapshot
+
+
+def test_the_refusal_names_the_first_violations_and_counts_the_rest(
+    recipes: ContractSet,
+) -> None:
+    from plancontracts import Violations
+
+    many = Violations([Violation(f"/steps/{n}", "wrong") for n in range(50)])
+    shown = refusal_message(many)
+    assert f"/steps/{SHOWN_VIOLATIONS - 1}:" in shown
+    assert f"/steps/{SHOWN_VIOLATIONS}:" not in shown
+    assert f"and {50 - SHOWN_VIOLATIONS} more" in shown
+
+
+def test_a_contract_beyond_the_profile_deriver_is_written_under_its_own_schema(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pair.schema.json"
+    schema = {"type": "object", "allOf": [{"required": ["a"]}], "properties": {"a": {}}}
+    path.write_text(json.dumps(schema))
+    pair = load_contracts(path)["pair"]
+    assert decoding_schema(pair)["allOf"] == [{"required": ["a"]}]
+    writer = ScriptedWriter(['{"b": 1}', '{"a": 1}'])
+    assert run(pair, writer) == {"a": 1}
+
+
+# Streaming ----------------------------------------------------------------------------------
+
+
+def streamed(contract: Contract[Any], writer: ScriptedWriter, **options: Any) -> list[Any]:
+    async def partials() -> list[Any]:
+        seen = []
+        async with write(contract, "soup", writer=writer, stream=True, **options) as channel:
+            async for partial in channel:
+                seen.append(partial)
+        return seen
+
+    return trio.run(partials)
+
+
+def test_a_stream_hands_out_growing_values_then_the_document(recipes: ContractSet) -> None:
+    seen = streamed(recipes["recipe"], ScriptedWriter([text(GOOD)], piece=1))
+    assert seen[-1].done and seen[-1].document == GOOD and seen[-1].value == GOOD
+    growing = [partial.value for partial in seen[:-1]]
+    assert growing[0] == {}
+    assert {"name": "Soup"} in growing
+    assert {"name": "Soup", "serves": 4, "steps": ["Boil water"]} in growing
+    assert all(partial.attempt == 1 for partial in seen)
+
+
+def test_a_streamed_refusal_starts_the_next_attempt_from_nothing(recipes: ContractSet) -> None:
+    bad = text({**GOOD, "serves": 40})
+    seen = streamed(recipes["recipe"], ScriptedWriter([bad, text(GOOD)], piece=1))
+    attempts = [partial.attempt for partial in seen]
+    assert attempts == sorted(attempts)
+    assert attempts[-1] == 2
+    # A value the contract refuses whatever comes next is never handed out.
+    assert all(partial.value.get("serves") != 40 for partial in seen)
+    assert next(p for p in seen if p.attempt == 2).value == {}
+
+
+def test_leaving_a_stream_early_stops_the_writing(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text(GOOD)], piece=1)
+
+    async def first() -> Any:
+        async with write(recipes["recipe"], "soup", writer=writer, stream=True) as channel:
+            async for partial in channel:
+                return partial.value
+        return None
+
+    assert trio.run(first) == {}
+
+
+def test_a_stream_that_spends_its_budget_raises_write_failed(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text({**GOOD, "serves": 0})] * 2)
+    with pytest.raises(WriteFailed, match="in 2 attempts"):
+        streamed(recipes["recipe"], writer, attempts=2)
+
+
+def test_the_blocking_form_returns_the_document(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text({**GOOD, "serves": 0}), text(GOOD)])
+    assert write_sync(recipes["recipe"], "soup", writer=writer) == GOOD
