@@ -4,7 +4,9 @@
 
     writer = load_writer(ModelChoice("gemma3-270m", download=False), needs="a plan needs one")
 
-`Writer` (`writer.py`) is what every generator writes through. `LocalModel`
+`Writer` (`writer.py`) is what every generator writes through, whole
+(`write_chat`) or in `Piece`s as it is written (`stream_chat`), telling
+`watching_tokens` callbacks of every token. `LocalModel`
 (`local.py`: llama-cpp-python under Outlines and llguidance) and
 `ServedModel` (`served.py`: an OpenAI-compatible server through httpx)
 implement it and import nothing of each other; `choice.py` chooses and
@@ -25,7 +27,7 @@ from ..core.lazy import lazy_names
 from .chat import Message, render_chat
 from .choice import ModelChoice, load_first_writer, load_writer
 from .resolution import DEFAULT_MODEL, PACKAGED_MODEL, ServerSettings
-from .writer import Writer, profile_accepts
+from .writer import Piece, Writer, profile_accepts, tokens_written, watching_tokens
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -37,6 +39,7 @@ __all__ = [
     "ModelChoice",
     "NoModel",
     "NotAModel",
+    "Piece",
     "ServedModel",
     "ServerFailed",
     "ServerSettings",
@@ -45,6 +48,8 @@ __all__ = [
     "load_writer",
     "profile_accepts",
     "render_chat",
+    "tokens_written",
+    "watching_tokens",
 ]
 
 if TYPE_CHECKING:

@@ -10,19 +10,27 @@ generation that does not end in JSON the schema accepts, because the token
 budget ran out or the backend failed silently inside llama.cpp, raises
 GenerationFailed; it is never returned as a document.
 
-`write_in_thread` runs the same off trio's event loop; cancelling it stops
-token generation at the next token, not only the waiting. Until then the
-thread goes on (building a constraint or reading a long prompt takes
-seconds and cannot be stopped); `generating()` says whether any does.
+`write_in_thread` runs the same off trio's event loop, and `stream_in_thread`
+hands the text to trio as the model writes it, a piece per token, unchecked
+(`stream_chat`, the `Writer`'s stream). Both are the same generation: the
+joined pieces are what `write` decodes, for the same seed. Cancelling
+either, or closing the stream, stops token generation at the next token,
+not only the waiting. Until then the thread goes on (building a constraint
+or reading a long prompt takes seconds and cannot be stopped);
+`generating()` says whether any does. Every token is reported to the
+`watching_tokens` callbacks (`writer.py`), in trio's thread.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +39,7 @@ import trio
 
 from ..core.errors import GenerationFailed
 from .chat import Message, render_chat
-from .writer import profile_accepts
+from .writer import Piece, profile_accepts, tokens_written
 
 __all__ = ["LocalModel", "generating", "offload_layers", "where_it_runs"]
 
@@ -126,6 +134,23 @@ class LocalModel:
         prompt = render_chat(messages, self.chat_template, answer=answer)
         return await self.write_in_thread(prompt, schema, max_tokens=max_tokens, seed=seed)
 
+    async def stream_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str = "Plan JSON",
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> AsyncGenerator[Piece, None]:
+        """`stream_in_thread` after `messages` in the model's chat format (`render_chat`)."""
+        prompt = render_chat(messages, self.chat_template, answer=answer)
+        async with aclosing(
+            self.stream_in_thread(prompt, schema, max_tokens=max_tokens, seed=seed)
+        ) as pieces:
+            async for piece in pieces:
+                yield piece
+
     def generator(self, schema: dict[str, Any]) -> Any:
         """The compiled constraint for `schema`, built on first use and then reused."""
         from outlines.backends.llguidance import LLGuidanceBackend
@@ -151,6 +176,64 @@ class LocalModel:
             self._generators.move_to_end(key)
             return found
 
+    def pieces(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Piece]:
+        """The text written under `schema` after `prompt`, in pieces as the model writes it.
+
+        Each piece counts the tokens sampled since the one before: one,
+        more where a character spans tokens (its bytes are held back until
+        whole), and a last piece with no text for the end-of-text token.
+        The text is not checked. Holds `busy` until the generator is
+        exhausted or closed. Raises GenerationFailed when the prompt and
+        `max_tokens` do not fit the model's context, or when `stop` was set
+        before the end.
+        """
+        from llama_cpp import StoppingCriteriaList
+
+        generator = self.generator(schema)
+        sampled = 0
+        seen = -1
+
+        def counting(ids: Any, _logits: Any) -> bool:
+            # Called by llama-cpp-python once for every token sampled, with the tokens
+            # evaluated before it, and once more after the last with the same tokens
+            # (nothing was evaluated since), which is no token: the exact count.
+            nonlocal sampled, seen
+            if stop is not None and stop.is_set():
+                return True
+            if len(ids) != seen:
+                seen = len(ids)
+                sampled += 1
+            return False
+
+        options: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "stopping_criteria": StoppingCriteriaList([counting]),
+        }
+        if seed is not None:
+            options["seed"] = seed
+        reported = 0
+        with self.busy:
+            try:
+                # Once `stop` is set the counter ends the generation at the next token.
+                for text in generator.stream(prompt, **options):
+                    if text or sampled > reported:
+                        yield Piece(text, sampled - reported)
+                        reported = sampled
+            except ValueError as error:  # llama-cpp-python: the prompt does not fit the context
+                raise GenerationFailed(str(error).splitlines()[0]) from None
+        if stop is not None and stop.is_set():
+            raise GenerationFailed("generation was stopped")
+        if sampled > reported:
+            yield Piece("", sampled - reported)
+
     def write(
         self,
         prompt: str,
@@ -165,37 +248,14 @@ class LocalModel:
         `max_tokens` 0 lets the document take what the model's context leaves
         after the prompt. Raises GenerationFailed when the output is not a JSON object that
         `schema` accepts, when the prompt and `max_tokens` do not fit the
-        model's context, or when `stop` was set before the end.
+        model's context, or when `stop` was set before the end. Reports its
+        tokens to the `watching_tokens` callbacks of the calling thread.
         """
-        from llama_cpp import StoppingCriteriaList
-
-        generator = self.generator(schema)
-        options: dict[str, Any] = {"max_tokens": max_tokens}
-        if seed is not None:
-            options["seed"] = seed
-        if stop is not None:
-            options["stopping_criteria"] = StoppingCriteriaList(
-                [lambda _ids, _logits: stop.is_set()]
-            )
-        with self.busy:
-            try:
-                text = generator(prompt, **options)
-            except ValueError as error:  # llama-cpp-python: the prompt does not fit the context
-                raise GenerationFailed(str(error).splitlines()[0]) from None
-        if stop is not None and stop.is_set():
-            raise GenerationFailed("generation was stopped")
-        try:
-            document = json.loads(text)
-        except ValueError:
-            shown = text if len(text) <= 200 else text[:200] + "..."
-            budget = f"budget {max_tokens} tokens" if max_tokens > 0 else "the context ran out"
-            raise GenerationFailed(
-                f"the model's output is not complete JSON ({len(text)} characters, "
-                f"{budget}): {shown!r}"
-            ) from None
-        if not profile_accepts(document, schema):
-            raise GenerationFailed("the model's output does not satisfy the decoding schema")
-        return document
+        written: list[str] = []
+        for piece in self.pieces(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop):
+            written.append(piece.text)
+            tokens_written(piece.tokens)
+        return _document("".join(written), schema, max_tokens)
 
     async def write_in_thread(
         self,
@@ -210,22 +270,93 @@ class LocalModel:
         A cancelled call returns at once, before the thread has stopped (see
         `generating`).
         """
-        stop = threading.Event()
-        # Counted from here: once this call is cancelled the thread may not even have started.
-        _workers.add(1)
+        async with aclosing(
+            self.stream_in_thread(prompt, schema, max_tokens=max_tokens, seed=seed)
+        ) as pieces:
+            written = [piece.text async for piece in pieces]
+        return _document("".join(written), schema, max_tokens)
 
-        def work() -> dict[str, Any]:
+    async def stream_in_thread(
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> AsyncGenerator[Piece, None]:
+        """`pieces` in a worker thread, each handed to trio as it is written, unchecked.
+
+        Each piece's tokens are reported to the `watching_tokens` callbacks
+        here, in trio's thread, before it is yielded. Raises GenerationFailed
+        as `pieces` does. Cancelling the caller, or closing this generator,
+        returns at once and stops generation at the next token (see
+        `generating`).
+        """
+        # Unbounded: the worker never waits on the reader (a reader that stops reading
+        # would hold `busy`); the pieces are bounded by the tokens the context holds.
+        send, receive = trio.open_memory_channel[Piece | BaseException | None](math.inf)
+        stop = threading.Event()
+        trio_token = trio.lowlevel.current_trio_token()
+
+        def hand(item: Piece | BaseException | None) -> None:
             try:
-                return self.write(prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop)
+                send.send_nowait(item)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                stop.set()  # the reader is gone: stop at the next token
+
+        def work() -> None:
+            try:
+                try:
+                    for piece in self.pieces(
+                        prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop
+                    ):
+                        trio_token.run_sync_soon(hand, piece)
+                except BaseException as error:  # handed to the reader, raised there
+                    trio_token.run_sync_soon(hand, error)
+                else:
+                    trio_token.run_sync_soon(hand, None)
+            except trio.RunFinishedError:
+                pass  # the trio run that asked has ended: nobody reads
             finally:
                 _workers.add(-1)
 
+        # Counted from here, and the thread started at once: a cancelled reader never
+        # leaves a generation behind that `generating()` does not know of.
+        _workers.add(1)
         try:
-            return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+            threading.Thread(target=work, name="plancontracts generation", daemon=True).start()
+        except BaseException:
+            _workers.add(-1)
+            raise
+        try:
+            async with receive:
+                while True:
+                    item = await receive.receive()
+                    if item is None:
+                        return
+                    if isinstance(item, BaseException):
+                        raise item
+                    tokens_written(item.tokens)
+                    yield item
         finally:
-            # On cancellation the thread is abandoned, not killed: the flag makes it
-            # stop at its next token, and `busy` keeps the next call waiting till then.
+            # On cancellation or close the thread is left, not killed: the flag makes
+            # it stop at its next token, and `busy` keeps the next call waiting till then.
             stop.set()
+
+
+def _document(text: str, schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The JSON object `text` holds, when `schema` accepts it; GenerationFailed otherwise."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        budget = f"budget {max_tokens} tokens" if max_tokens > 0 else "the context ran out"
+        raise GenerationFailed(
+            f"the model's output is not complete JSON ({len(text)} characters, {budget}): {shown!r}"
+        ) from None
+    if not profile_accepts(document, schema):
+        raise GenerationFailed("the model's output does not satisfy the decoding schema")
+    return document
 
 
 class _KeepingEvaluatedPrefix:

@@ -38,7 +38,7 @@ import ssl
 import threading
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -48,7 +48,7 @@ from ..core.errors import AnswerRefused, NoModel, ServerFailed, printable
 from ..core.plain_text import one_line
 from .chat import Message
 from .resolution import API_KEY_VARIABLE, ServerSettings
-from .writer import profile_accepts, say_on_stderr
+from .writer import Piece, profile_accepts, say_on_stderr, tokens_written
 
 _T = TypeVar("_T")
 
@@ -230,6 +230,9 @@ class ServedModel:
         async with self._limiter():
             reply = await self._post(json.dumps(body).encode())
         text, finish = _choice(reply)
+        written = _completion_tokens(reply)
+        if written:
+            tokens_written(written)
         self.counts.answers += 1
         document: object
         try:
@@ -247,6 +250,38 @@ class ServedModel:
             f"the server's answer does not satisfy the decoding schema ({cut}refused: "
             f"{self.counts.refused} of {self.counts.answers} answers so far): {_shown(text)}"
         )
+
+    async def stream_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str = "Plan JSON",
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> AsyncGenerator[Piece, None]:
+        """The server's answer to `messages` under `schema`, unchecked, as it arrives.
+
+        Raises ServerFailed when no answer came.
+        """
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "response_format": self._response_format(schema),
+            "stream": False,
+        }
+        if max_tokens > 0:
+            body["max_tokens"] = max_tokens
+        if seed is not None:
+            body["seed"] = seed
+        async with self._limiter():
+            reply = await self._post(json.dumps(body).encode())
+        text, _finish = _choice(reply)
+        self.counts.answers += 1
+        written = _completion_tokens(reply)
+        if written:
+            tokens_written(written)
+        yield Piece(text, written)
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
         sent = portable(schema)
@@ -474,6 +509,13 @@ def _choice(reply: Any) -> tuple[str, str | None]:
         raise ServerFailed(f"the model server's answer has no message text: {_shown(reply)}")
     finish = choice.get("finish_reason")
     return text, finish if isinstance(finish, str) else None
+
+
+def _completion_tokens(reply: Any) -> int:
+    """The tokens a reply's `usage` says the answer took; 0 when it does not say."""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -12,16 +12,47 @@ its structured-output constraint. Both import this module and nothing of
 each other; `choice.py` chooses and loads one. Both check every answer with
 `profile_accepts`, since a backend may fail silently and a server may
 ignore the constraint.
+
+`stream_chat` gives the same answer as the model writes it, in `Piece`s,
+unchecked: the caller judges the whole text (and keeps a refused one to
+ask again with). Every writer reports the tokens it writes, in either
+form, to the callbacks `watching_tokens` installs:
+
+    with watching_tokens(lambda count: print(count, "more tokens")):
+        document = await writer.write_chat(...)
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard
 
 from .chat import Message
 
-__all__ = ["Writer", "profile_accepts", "say_on_stderr"]
+__all__ = [
+    "Piece",
+    "Writer",
+    "profile_accepts",
+    "say_on_stderr",
+    "tokens_written",
+    "watching_tokens",
+]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece of an answer as the model writes it: its text and the tokens it counts for.
+
+    A piece may carry no text and only tokens (a server's final count
+    correcting the pieces' own), or text of several tokens.
+    """
+
+    text: str
+    tokens: int
 
 
 class Writer(Protocol):
@@ -44,6 +75,56 @@ class Writer(Protocol):
         Cancelling the call stops the writing.
         """
         ...
+
+    def stream_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> AsyncIterator[Piece]:
+        """The answer to `messages` under `schema`, in pieces as the model writes it.
+
+        An async generator. The text is not checked against `schema`: the
+        caller judges the whole answer, and a refused one is kept whole for
+        asking again. Raises GenerationFailed (a local model) or
+        ServerFailed (a server) when the writing fails. Cancelling the
+        surrounding scope, or closing the iterator (`aclose`), stops the
+        writing: a local model at its next token, a server by the connection
+        closed.
+        """
+        ...
+
+
+_watchers: ContextVar[tuple[Callable[[int], None], ...]] = ContextVar(
+    "plancontracts_token_watchers", default=()
+)
+"The callbacks told of tokens written in this context, the outermost first."
+
+
+@contextmanager
+def watching_tokens(callback: Callable[[int], None]) -> Iterator[None]:
+    """Within the block, `callback(count)` is called as every writer writes `count` more tokens.
+
+    Blocks nest: each watcher installed around a call is told (a progress
+    display and a token budget watch the same writing). Context-local, so
+    concurrent tasks watch their own writing. The callback runs in the
+    caller's trio thread and must not block; what it raises is raised by
+    the writer's call.
+    """
+    token = _watchers.set((*_watchers.get(), callback))
+    try:
+        yield
+    finally:
+        _watchers.reset(token)
+
+
+def tokens_written(count: int) -> None:
+    """Tell the callbacks of the current context that `count` more tokens were written."""
+    for callback in _watchers.get():
+        callback(count)
 
 
 def profile_accepts(document: object, schema: dict[str, Any]) -> TypeGuard[dict[str, Any]]:
