@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.core.profiles import WHITESPACE
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
+from plancontracts.runtime.model.writer import Piece
 from plancontracts.runtime.planning_blocks import (
     PLANNING_BLOCK,
     THINK_MODE,
@@ -323,6 +325,20 @@ class _AnswersInTurn:
     ) -> dict[str, Any]:
         assert Draft202012Validator(schema).is_valid(self.answers[0])  # what a profile lets through
         return self.answers.pop(0)
+
+    async def stream_chat(
+        self,
+        messages: Any,
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> AsyncIterator[Piece]:
+        written = await self.write_chat(
+            messages, schema, answer=answer, max_tokens=max_tokens, seed=seed
+        )
+        yield Piece(json.dumps(written), 1)  # as a server sends it: 12.0 stays a float
 
 
 def test_a_think_mode_check_whose_dc_a_server_writes_as_a_float_is_rolled_and_kept() -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from ...generated import GOAL_PLAN_OUTPUT
 from ...generated.goal_plans import GoalPlanOutput, GoalStep, StepProposal
 from ..core.contracts import field_bound
-from ..core.errors import ContractError, ProfileBug
 from ..core.plain_text import one_line
 from ..core.validation import convert
 from .profiles import output_profile
@@ -119,8 +119,9 @@ class GoalPlanner:
     async def steps(self, request: PlanRequest) -> tuple[GoalPlanOutput, Source]:
         """The steps for `request`, and who wrote them.
 
-        Raises ProfileBug when the model's answer breaks the contract (a bug
-        in the profile, never the model's fault).
+        An answer refused (by the profile, when a server does not hold it, or
+        by the contract) is asked again once with its violations; when that
+        one is refused too, the fallback writes the steps.
         """
         if self.scripted:
             return self.scripted.popleft(), "script"
@@ -128,22 +129,24 @@ class GoalPlanner:
         if model is None:
             return fallback_steps(request), "fallback"
         from ..core.errors import GenerationFailed
+        from ..model.writing import write_under_profile
 
         try:
-            written = await model.write_chat(
+            written = await write_under_profile(
+                model,
                 plan_messages(request),
                 output_profile(),
                 answer="Plan JSON",
                 max_tokens=PLAN_TOKENS,
                 seed=self.seed,
+                accept=partial(convert, GOAL_PLAN_OUTPUT),
+                say=self.say,
+                who="goals",
             )
         except GenerationFailed as failure:
             self.say(f"goals: the model wrote no plan ({failure}); the fallback wrote it")
             return fallback_steps(request), "fallback"
-        try:
-            return convert(GOAL_PLAN_OUTPUT, written), "model"
-        except ContractError as error:
-            raise ProfileBug(f"the model's steps broke their contract: {error}") from None
+        return written, "model"
 
     async def _loaded_model(self) -> Writer | None:
         if not self._loaded and self.load is not None:  # without `load`, the caller chose

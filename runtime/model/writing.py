@@ -47,6 +47,7 @@ from .chat import Message
 from .writer import Writer
 
 __all__ = [
+    "FAMILY_ATTEMPTS",
     "PROFILE_BOUNDS",
     "SHOWN_ANSWER",
     "SHOWN_VIOLATIONS",
@@ -55,10 +56,12 @@ __all__ = [
     "Partial",
     "decoding_schema",
     "first_messages",
+    "profile_violations",
     "refusal_message",
     "write",
     "write_checked",
     "write_sync",
+    "write_under_profile",
 ]
 
 _T = TypeVar("_T")
@@ -251,6 +254,92 @@ async def write_checked(
     raise WriteFailed(
         f"no answer was accepted in {_count(attempts)}: {_last_reason(attempts)}", attempts
     )
+
+
+FAMILY_ATTEMPTS = 2
+"Answers a family's generator asks for before it falls back: the first, and one re-ask."
+
+
+async def write_under_profile(
+    writer: Writer,
+    messages: Sequence[Message],
+    schema: dict[str, Any],
+    *,
+    answer: str,
+    max_tokens: int,
+    seed: int | None,
+    accept: Callable[[dict[str, Any]], _T],
+    say: Callable[[str], None],
+    who: str,
+    attempts: int = FAMILY_ATTEMPTS,
+) -> _T:
+    """How the families' generators write: under their own profile, re-asked when refused.
+
+    An answer is refused when it is not a JSON object `schema` accepts (a
+    server that does not hold the profile: llama-cpp-python's drops patterns
+    and `prefixItems`), or when `accept` (the family's conversion, which
+    judges it by its contract) raises ContractError or ProfileBug. Each
+    refusal is said in one line, starting with `who` (`think`). Raises
+    WriteFailed, a GenerationFailed, when `attempts` answers were refused:
+    the generator then falls back as it did before there was a re-ask.
+    """
+    from ..core.errors import ProfileBug
+    from ..core.jsontext import parse
+
+    async def judge(text: str) -> _T | Violations:
+        try:
+            document = parse(text.encode())
+        except MalformedJSON as error:
+            return Violations([Violation(error.pointer, error.message)])
+        refused = profile_violations(document, schema)
+        if refused:
+            return refused
+        try:
+            return accept(document)
+        except ContractError as error:
+            return error.violations
+        except ProfileBug as bug:
+            return Violations([Violation("", str(bug))])
+
+    def said(attempt: Attempt) -> None:
+        if attempt.violations:
+            again = "; asking again" if attempt.number < attempts else ""
+            first = attempt.violations[0]
+            more = len(attempt.violations) - 1
+            also = f" (and {more} more)" if more else ""
+            say(f"{who}: answer {attempt.number} of {attempts} refused: {first}{also}{again}")
+
+    return await write_checked(
+        writer,
+        messages,
+        schema,
+        judge,
+        budget=Budget(attempts),
+        answer=answer,
+        max_tokens=max_tokens,
+        seed=seed,
+        on_attempt=said,
+    )
+
+
+def profile_violations(document: Any, schema: dict[str, Any]) -> Violations:
+    """Why `schema` (a decoding profile) refuses `document`: none when it is an object it accepts.
+
+    Patterns are matched whole, as the grammar holds them (`core.patterns`).
+    """
+    from ..core.errors import MAX_VIOLATIONS
+    from ..core.jsontext import pointer
+    from ..core.patterns import pattern_validator
+
+    if not isinstance(document, dict):
+        return Violations([Violation("", "the answer is not a JSON object")])
+    found: list[Violation] = []
+    for error in pattern_validator()(schema).iter_errors(document):
+        if len(found) == MAX_VIOLATIONS:
+            return Violations(found, complete=False)
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
+        found.append(Violation(pointer(error.absolute_path), message, str(error.validator)))
+    return Violations(found)
 
 
 def _count(attempts: list[Attempt], running: bool = False) -> str:

@@ -9,8 +9,10 @@ The model writes under the planning-block profile of the mode
 (`prompts.planning_messages`). In Think mode it first sets the planning check
 (ability, DC and why); code rolls it (d20 plus the ability's modifier) and
 the model then writes the block knowing how well the check went; the roll
-fills `plan_quality`. Every block is checked against the contract in its mode
-before it is returned; one that is not is a bug in the profile (ProfileBug).
+fills `plan_quality`. Every answer is checked against the profile and every
+block against the contract in its mode before it is returned; one refused (a
+server that does not hold the profile, or a bug in it) is asked again once
+with its violations (`runtime.model.writing.write_under_profile`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from ...generated.planning_blocks import PlanningBlock
 from ..model.writer import Writer, say_on_stderr
+from ..model.writing import write_under_profile
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -78,9 +83,8 @@ class Thinker:
         and Wisdom); `seed` makes the sampling and the planning roll
         repeatable. The model writes in a worker thread: cancelling the call
         stops it at its next token. Raises GenerationFailed when the model
-        writes no complete document, ProfileBug when a document breaks the
-        contract (a bug), ValueError for an empty situation or a score out
-        of bounds.
+        writes no document that is accepted, after one re-ask; ValueError
+        for an empty situation or a score out of bounds.
         """
         mode, text = mode_of(situation, mode)
         if not text:
@@ -89,24 +93,36 @@ class Thinker:
         profile = block_profile(mode, abilities=scores)
         decided = check = None
         if profile.check_schema is not None:
-            decided = await self.writer.write_chat(
+            decided = await write_under_profile(
+                self.writer,
                 planning_messages(text, mode),
                 profile.check_schema,
                 answer="Planning check JSON",
                 max_tokens=CHECK_TOKENS,
                 seed=seed,
+                accept=_as_it_is,
+                say=self.say,
+                who="think",
             )
             rng = random.Random(seed)
             # The profile holds dc an integer, which a server's JSON may write as 12.0.
             dc = int(decided["dc"])
             check = roll_check(decided["stat_used"], scores[decided["stat_used"]], dc, rng)
             self.say(f"think: {check.describe()}")
-        document = await self.writer.write_chat(
+        block = await write_under_profile(
+            self.writer,
             planning_messages(text, mode, check=check),
             profile.schema,
             answer="Planning block JSON",
             max_tokens=BLOCK_TOKENS,
             seed=seed,
+            accept=partial(profile.to_block, decided=decided, check=check),
+            say=self.say,
+            who="think",
         )
-        block = profile.to_block(document, decided=decided, check=check)
         return Thought(block, mode, check, text)
+
+
+def _as_it_is(document: dict[str, Any]) -> dict[str, Any]:
+    """An answer the profile accepted, taken as it is: the profile is all its contract."""
+    return document

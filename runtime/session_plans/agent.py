@@ -28,6 +28,7 @@ from ..core.errors import ContractError, ProfileBug
 from ..core.sessions import ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
+from ..model.writing import write_under_profile
 from .profiles import call_profile, checked_objective
 from .prompts import PlanningStrategy, drive_messages
 from .session import PlanSession
@@ -79,8 +80,8 @@ class Driver:
         ValueError, before the model writes, for an objective the setup
         contract refuses (`checked_objective`: empty, too long, not printable
         ASCII) or `max_calls` below 1; GenerationFailed when the model writes no
-        complete call (the prompt outgrew the model's context, say);
-        ProfileBug when a call breaks its tool's contract (a bug).
+        call that is accepted, after one re-ask with its violations (the
+        prompt outgrew the model's context, say).
         """
         objective = checked_objective(objective)
         if max_calls < 1:
@@ -89,18 +90,28 @@ class Driver:
         while len(drive.calls) < max_calls and not drive.completed:
             plan = drive.session.latest
             messages = drive_messages(objective, drive.calls, plan, strategy)
-            written = await self.writer.write_chat(
+            written = await write_under_profile(
+                self.writer,
                 messages,
                 call_profile(plan, objective),
                 answer="Tool call JSON",
                 max_tokens=CALL_TOKENS,
                 seed=seed,
+                accept=_well_formed,
+                say=self.say,
+                who="drive",
             )
             call = _made(drive.session, written["tool"], written["arguments"])
             drive.calls.append(call)
             if on_call is not None:
                 on_call(call)
         return drive
+
+
+def _well_formed(written: dict[str, Any]) -> dict[str, Any]:
+    """A call as written, once its arguments pass its tool's contract (ContractError if not)."""
+    convert(TOOLS.named(written["tool"]).parameters, written["arguments"])
+    return written
 
 
 def _made(

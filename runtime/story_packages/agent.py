@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ...generated import (
@@ -59,6 +60,7 @@ from ..core.plain_text import given_text
 from ..core.sessions import CallResult, ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
+from ..model.writing import write_under_profile
 from .profiles import (
     LOCATIONS,
     MAX_ACTS,
@@ -128,8 +130,8 @@ class Builder:
         an empty or too long premise, `acts` outside 1 to `MAX_ACTS`,
         `locations` outside `LOCATIONS`, `max_calls` below 1 or a session
         that has a premise; GenerationFailed when the model writes no
-        complete call (the prompt outgrew the model's context, say);
-        ProfileBug when a call breaks its tool's contract (a bug).
+        call that is accepted, after one re-ask with its violations (the
+        prompt outgrew the model's context, say).
         """
         premise = checked_premise(premise)
         if not 1 <= acts <= MAX_ACTS:
@@ -178,8 +180,16 @@ class Builder:
         if step.written:
             messages = build_messages(build.premise, step, build.session.draft, refused)
             answer = "Arguments JSON" if len(step.choices) == 1 else "Tool call JSON"
-            written = await self.writer.write_chat(
-                messages, step.profile, answer=answer, max_tokens=CALL_TOKENS, seed=seed
+            written = await write_under_profile(
+                self.writer,
+                messages,
+                step.profile,
+                answer=answer,
+                max_tokens=CALL_TOKENS,
+                seed=seed,
+                accept=partial(_well_formed, step),
+                say=self.say,
+                who="build",
             )
         tool, arguments = step.call(written)
         try:
@@ -191,3 +201,13 @@ class Builder:
         if on_call is not None:
             on_call(call)
         return call
+
+
+def _well_formed(step: Step, written: dict[str, Any]) -> dict[str, Any]:
+    """A call as written for `step`, once its arguments pass its tool's contract.
+
+    Raises ContractError when they do not: the answer is asked again.
+    """
+    tool, arguments = step.call(written)
+    convert(tool.parameters, arguments)
+    return written
