@@ -46,6 +46,7 @@ _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
 _ENCODER = msgspec.json.Encoder()
 TOO_DEEP = "arrays and objects nest too deeply (the limit is about 1,000 levels)"
+TOO_LARGE = "a number is too large to represent as a 64-bit float"
 # A string (possessive, so that a long one costs no backtracking state) or a
 # character of JSON's structure; numbers and literals are skipped over.
 _TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
@@ -81,7 +82,7 @@ def parse(data: bytes) -> Any:
     except RecursionError:
         raise MalformedJSON(TOO_DEEP) from None
     except msgspec.ValidationError:
-        raise MalformedJSON("a number is too large to represent as a 64-bit float") from None
+        raise MalformedJSON(TOO_LARGE) from None
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
         raise _diagnose(data, str(error)) from None
     try:

@@ -84,6 +84,10 @@ _TOO_DEEP_FOR_SCHEMA = (
     "(the limit is Python's recursion limit: 150 to 250 levels)"
 )
 _Document = TypeVar("_Document")
+KeywordCheck = Callable[[Any, Any, Any, Any], Iterator["SchemaError"]]
+"A keyword's check, as jsonschema calls it: (validator, the keyword's value, instance, schema)."
+Relaxed = tuple[tuple[str, Callable[[KeywordCheck], KeywordCheck]], ...]
+"Keywords judged otherwise: see `ContractSet.schema_violations`."
 
 
 class ContractSet:
@@ -130,7 +134,7 @@ class ContractSet:
         self._schema_only_rules = schema_only_rules
         self._rules = rules
         self._pattern_seconds = pattern_seconds
-        self._validators: dict[str, Validator] = {}
+        self._validators: dict[tuple[str, Relaxed], Validator] = {}
         self._default_rules: dict[str, Rules | None] = {}
 
     def names(self) -> tuple[str, ...]:
@@ -204,7 +208,24 @@ class ContractSet:
     def violations(self, contract: str, value: Any, *, rules: Rules | None = None) -> Violations:
         """Every violation of `contract` by a parsed JSON `value`: see the module's `violations`."""
         chosen = self._chosen(contract, rules)
-        validator = self._validator(contract)
+        return _merged(
+            self._judged(self._validator(contract), value), _rule_violations(chosen, value)
+        )
+
+    def schema_violations(self, contract: str, value: Any, *, relaxed: Relaxed = ()) -> Violations:
+        """The violations of `contract`'s schema alone by `value`: no rules beyond the schema.
+
+        `relaxed` changes keywords for this judgement: pairs of a keyword's
+        name and a function that is given the keyword's own check (as
+        jsonschema's `validators.extend` takes them) and returns the check
+        to judge by; keywords the schema's draft does not have are left
+        out. Messages, pointers, the cap and the patterns' time bound are
+        those of `violations`. Raises `UnknownContractError` for an unknown name.
+        """
+        self.require(contract)
+        return _merged(self._judged(self._validator(contract, relaxed), value), [])
+
+    def _judged(self, validator: Validator, value: Any) -> list[Violation]:
         errors = validator.iter_errors(value)
         # One violation may come from several errors: `required` reports each
         # missing field apart, and its explanation names them all at once.
@@ -226,7 +247,7 @@ class ContractSet:
             pattern = shown(display_pattern(out.pattern or ""), limit=120)
             took = f"took more than {self._pattern_seconds} s"
             found[Violation("", f"matching the pattern {pattern} {took}: not judged")] = None
-        return _merged(list(found), _rule_violations(chosen, value))
+        return list(found)
 
     def parse_document(self, contract: str, data: bytes | str) -> Any:
         """Parse one document's text strictly: see the module's `parse_document`."""
@@ -258,14 +279,14 @@ class ContractSet:
             raise ValueError(f"{rules.name} are rules of {rules.contract}, not of {contract}")
         return rules
 
-    def _validator(self, contract: str) -> Validator:
-        validator = self._validators.get(contract)
+    def _validator(self, contract: str, relaxed: Relaxed = ()) -> Validator:
+        validator = self._validators.get((contract, relaxed))
         if validator is None:
             self.require(contract)
             schema = self._schemas[contract]
-            checker = _bounded_validator(validator_class(schema))
+            checker = _bounded_validator(validator_class(schema), relaxed)
             validator = checker(schema, registry=_nothing_retrieved())
-            self._validators[contract] = validator
+            self._validators[contract, relaxed] = validator
         return validator
 
 
@@ -524,7 +545,7 @@ def _document_order(violation: Violation) -> tuple[tuple[int, int, str], ...]:
 
 
 @cache
-def _bounded_validator(base: Any) -> Any:
+def _bounded_validator(base: Any, relaxed: Relaxed = ()) -> Any:
     """A validator class whose work is bounded by what is explained.
 
     jsonschema's own keywords write a message quoting the offending value
@@ -536,7 +557,8 @@ def _bounded_validator(base: Any) -> Any:
     walks the value by recursion, and no contract's schema refers to itself,
     so the validator's depth is the schema's, whatever the value's.
     Formats are annotations, as draft 2020-12 specifies by default; the
-    contracts assert uuid and date-time with patterns instead.
+    contracts assert uuid and date-time with patterns instead. `relaxed`
+    then changes keywords: see `ContractSet.schema_violations`.
     """
     # Imported here: jsonschema costs a tenth of a second to import, which
     # every skill script and CLI call would pay for nothing.
@@ -547,6 +569,8 @@ def _bounded_validator(base: Any) -> Any:
     bounded = {
         key: keyword for key, keyword in _bounded_keywords().items() if key in base.VALIDATORS
     }
+    own = {**base.VALIDATORS, **bounded}
+    bounded |= {name: relax(own[name]) for name, relax in relaxed if name in own}
     extend: Callable[..., Any] = validators.extend  # untyped in its stubs
     checker = extend(base, bounded)
 
