@@ -107,7 +107,7 @@ def _write(args: argparse.Namespace, out: Output) -> int:
 
     def refused(attempt: Attempt) -> None:
         if attempt.violations:
-            say(f"write: {_refusal(attempt)}")
+            say(_refusal(attempt))
 
     async def written() -> None:
         if not args.stream:
@@ -140,7 +140,7 @@ def _write(args: argparse.Namespace, out: Output) -> int:
     try:
         run_trio(written)
     except WriteFailed as failure:
-        say(f"write: {printable(str(failure))}")
+        say(printable(str(failure)))
         return EXIT_INVALID
     return EXIT_OK
 

@@ -1,0 +1,196 @@
+"""`write` and `plancontracts write` against real writers: the stub server, the packaged model.
+
+An answer breaking a rule, then a good one: two attempts, the violations in
+the second request. The families' generators re-ask the same way before
+they fall back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from commands import cli
+from local_servers import Reply, conforming, model_server
+
+from plancontracts import Attempt, Violation, load_contracts, write
+from plancontracts.runtime.model import LocalModel
+
+RECIPE = {
+    "title": "Recipe",
+    "type": "object",
+    "required": ["name", "serves"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Z][a-z]+$", "maxLength": 20},
+        "serves": {"type": "integer", "minimum": 1, "maximum": 12},
+    },
+}
+GOOD = {"name": "Soup", "serves": 4}
+BAD = {"name": "soup!", "serves": 4}  # a pattern a server may drop
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> Path:
+    path = tmp_path / "recipe.json"
+    path.write_text(json.dumps(RECIPE))
+    return path
+
+
+def in_turn(*answers: Any) -> Any:
+    def answer(number: int, body: dict[str, Any]) -> Reply:
+        return Reply(content=json.dumps(answers[min(number, len(answers) - 1)]))
+
+    return answer
+
+
+def user_text(request: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+
+
+# The command, against a server ---------------------------------------------------------------
+
+
+def test_a_refused_answer_is_asked_again_with_its_violations(recipe: Path) -> None:
+    with model_server(in_turn(BAD, GOOD)) as server:
+        done = cli("write", "--schema", str(recipe), "A soup", "--server", server.url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == GOOD
+    assert done.stdout.count("\n") == 1
+    refused = [line for line in done.stderr.splitlines() if "refused" in line]
+    assert len(refused) == 1
+    assert "attempt 1 refused" in refused[0]
+    assert "/name" in refused[0]
+    assert len(server.requests) == 2
+    second = server.requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": json.dumps(BAD)}
+    assert "/name" in second[-1]["content"]
+    assert "/name" not in user_text(server.requests[0])
+
+
+def test_the_budget_spent_is_one_line_and_exit_status_1(recipe: Path) -> None:
+    with model_server(in_turn(BAD)) as server:
+        done = cli(
+            "write", "--schema", str(recipe), "A soup", "--attempts", "2", "--server", server.url
+        )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = [line for line in done.stderr.splitlines() if line.startswith("plancontracts:")]
+    assert len(lines) == 3  # one per refused attempt, then why it stopped
+    assert "no answer was accepted in 2 attempts" in lines[-1]
+    assert len(server.requests) == 2
+
+
+def test_a_bundled_contract_is_written_under_its_profile() -> None:
+    with model_server(conforming) as server:
+        done = cli("write", "tool-event", "A log line", "--server", server.url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["type"]
+    sent = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert sent.get("additionalProperties") is False or "oneOf" in sent or "anyOf" in sent
+
+
+def test_a_contract_of_a_schema_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "schemas"
+    (folder / "kitchen").mkdir(parents=True)
+    (folder / "kitchen" / "recipe.json").write_text(json.dumps(RECIPE))
+    with model_server(in_turn(GOOD)) as server:
+        done = cli("write", "recipe", "A soup", "--schemas", str(folder), "--server", server.url)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == GOOD
+
+
+def test_the_prompt_may_come_on_standard_input(recipe: Path) -> None:
+    with model_server(in_turn(GOOD)) as server:
+        done = cli("write", "--schema", str(recipe), "-", "--server", server.url, stdin="A soup")
+    assert done.returncode == 0, done.stderr
+    assert user_text(server.requests[0]) == "A soup"
+
+
+def test_the_system_option_replaces_the_contracts_system_message(recipe: Path) -> None:
+    with model_server(in_turn(GOOD)) as server:
+        done = cli(
+            "write", "--schema", str(recipe), "A soup", "--system", "Be brief.",
+            "--server", server.url,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["messages"][0] == {"role": "system", "content": "Be brief."}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        (["write", "recipes", "A soup"], "unknown contract"),
+        (["write", "plan"], "no PROMPT"),
+        (["write", "plan", "A soup", "more"], "2 prompts"),
+        (["write", "plan", "   "], "empty"),
+        (["write", "plan", "A soup", "--attempts", "0"], "--attempts"),
+        (["write", "--schema", "nowhere.json", "A soup"], "nowhere.json"),
+        (["write", "plan", "A soup", "--schemas", "nowhere"], "nowhere"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_status_2(arguments: list[str], says: str) -> None:
+    done = cli(*arguments, env={"PLANCONTRACTS_SERVER": None})
+    assert done.returncode == 2
+    assert says in done.stderr
+    assert done.stderr.count("error") == 1
+
+
+# The families re-ask before they fall back ---------------------------------------------------
+
+
+def test_goals_ask_again_before_the_fallback(tmp_path: Path) -> None:
+    from local_servers import simplest_document
+
+    from plancontracts.runtime.goal_plans.profiles import output_profile
+
+    good = simplest_document(output_profile())
+    bad = {**good, "steps": "no steps"}
+    with model_server(in_turn(bad, good)) as server:
+        done = cli(
+            "goals", "plan", "Find food", "--needs", '{"hunger": 30}', "--server", server.url,
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answer 1 of 2 refused" in done.stderr
+    assert "fallback" not in done.stderr
+    assert len(server.requests) == 2
+    assert "/steps" in server.requests[1]["messages"][-1]["content"]
+
+
+# The packaged model, with a caller's check it first fails -----------------------------------
+
+
+def test_the_local_model_is_asked_again_by_the_callers_check(
+    recipe: Path, packaged_model: LocalModel
+) -> None:
+    contract = load_contracts(recipe)["recipe"]
+    checked: list[Any] = []
+
+    def not_the_first(value: Any) -> list[Violation]:
+        checked.append(value)
+        if len(checked) == 1:
+            return [Violation("/name", "name the soup after its main vegetable")]
+        return []
+
+    attempts: list[Attempt] = []
+
+    async def written() -> Any:
+        return await write(
+            contract,
+            "A leek soup for four",
+            writer=packaged_model,
+            check=not_the_first,
+            seed=7,
+            max_tokens=64,
+            on_attempt=attempts.append,
+        )
+
+    value = trio.run(written)
+    assert value == checked[-1]
+    assert [a.number for a in attempts] == [1, 2]
+    assert attempts[0].violations == (Violation("/name", "name the soup after its main vegetable"),)
+    assert attempts[0].tokens > 0
