@@ -194,3 +194,12 @@ def test_the_local_model_is_asked_again_by_the_callers_check(
     assert [a.number for a in attempts] == [1, 2]
     assert attempts[0].violations == (Violation("/name", "name the soup after its main vegetable"),)
     assert attempts[0].tokens > 0
+
+
+def test_a_stream_prints_growing_values_then_the_document(recipe: Path) -> None:
+    with model_server(in_turn(BAD, GOOD)) as server:
+        done = cli("write", "--schema", str(recipe), "A soup", "--stream", "--server", server.url)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[-1] == GOOD
+    assert all(line != BAD for line in lines)  # a refused answer's values are never printed

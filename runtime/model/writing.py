@@ -18,7 +18,6 @@ profiles and judges.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -523,6 +522,7 @@ async def _streamed(
     async def on_text(text: str, tokens: int) -> None:
         if state.parser is None:  # the first piece of an attempt
             state.parser, state.attempt, state.held = PartialJSON(), state.attempt + 1, False
+            state.sent = b""
         if state.held:
             return
         try:
@@ -533,10 +533,15 @@ async def _streamed(
         value = state.parser.value
         if not grew or value is MISSING or not receive.statistics().tasks_waiting_receive:
             return
+        encoded = msgspec.json.encode(value)
+        if encoded == state.sent:  # a container closed: the same value again
+            return
         if prefix_violations(contract, value):
             state.held = True  # refused whatever came next: no partial of it is handed out
             return
-        send.send_nowait(Partial(copy.deepcopy(value), state.attempt, tokens))
+        state.sent = encoded
+        # Decoded from its encoding: a copy of its own, never changed by what is read next.
+        send.send_nowait(Partial(msgspec.json.decode(encoded), state.attempt, tokens))
 
     async def run() -> None:
         async with send:
@@ -575,6 +580,8 @@ class _StreamState:
     tokens: int = 0
     held: bool = False
     "Whether this attempt's partials are held back: its answer is refused whatever comes."
+    sent: bytes = b""
+    "The encoding of the last partial handed out in this attempt."
 
 
 def write_sync(
