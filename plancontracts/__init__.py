@@ -60,6 +60,8 @@ _EXPORTS = {
     "Violation": "runtime.core.errors",
     "Violations": "runtime.core.errors",
     "ContractSet": "runtime.core.validation",
+    "from_asyncio": "runtime.core.asyncio_bridge",
+    "stream_from_asyncio": "runtime.core.asyncio_bridge",
     "load_contracts": "runtime.core.schema_sets",
     "contract_names": "runtime.core.contracts",
     "contract_schema": "runtime.core.contracts",
@@ -130,10 +132,12 @@ __all__ = [
     "decode",
     "discover_skills",
     "execute_plan",
+    "from_asyncio",
     "load_contracts",
     "load_writer",
     "root_type",
     "schema_text",
+    "stream_from_asyncio",
     "violations",
     "write",
     "write_sync",
@@ -142,6 +146,7 @@ __all__ = [
 # What the names are, for type checkers. tests/test_layers.py holds these imports,
 # `__all__` and `_EXPORTS` to the same names.
 if TYPE_CHECKING:
+    from .runtime.core.asyncio_bridge import from_asyncio, stream_from_asyncio
     from .runtime.core.contracts import contract_names, contract_schema, root_type
     from .runtime.core.errors import (
         MAX_VIOLATIONS,

@@ -1,0 +1,316 @@
+"""plancontracts' trio code awaited from asyncio: `from_asyncio` and `stream_from_asyncio`.
+
+Every test runs under `asyncio.run`, as an asyncio program does. What each
+checks of the bridge: results and errors arrive as themselves, cancellation
+from asyncio reaches the trio task and waits for its end, calls awaited at
+once run at once, and no thread is left once the calls have returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import trio
+from test_tool_protocol import FAULTS, GRACE, assert_nothing_left, started_pids, tool
+
+from plancontracts import (
+    PLAN,
+    ContractError,
+    Limits,
+    SkillSet,
+    decode,
+    discover_skills,
+    execute_plan,
+    from_asyncio,
+    stream_from_asyncio,
+)
+from plancontracts.generated.tool_plans import DoneEvent, Plan, ToolInvocation, ToolRequest
+from plancontracts.runtime.engine.executor import EmitEvent
+
+_T = TypeVar("_T")
+TRIO_WORKER = re.compile(r"Trio thread \d+")
+HANG = 60
+"Seconds after which a test that waits is hung: only a broken bridge takes that long."
+
+
+def in_asyncio(main: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """`asyncio.run(main())`, checking that the bridge left no thread behind.
+
+    trio's idle workers ("Trio thread N", which trio keeps for 10 s after a
+    process is waited for or a function run in a thread, as after any
+    `trio.run`) are trio's own, shared by every run in the process.
+    """
+    before = set(threading.enumerate())
+    result = asyncio.run(main())
+    left = set(threading.enumerate()) - before
+    assert [thread for thread in left if not TRIO_WORKER.fullmatch(thread.name)] == []
+    return result
+
+
+@contextlib.asynccontextmanager
+async def another_call_running() -> AsyncIterator[None]:
+    """Another call running all along: the bridge's run stays up, so only a call's own
+    cancellation can stop that call (the last call to end stops the whole run)."""
+    other = asyncio.create_task(from_asyncio(trio.sleep_forever))
+    try:
+        yield
+        assert not other.done()
+    finally:
+        other.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await other
+
+
+async def added(a: int, *, b: int) -> int:
+    await trio.sleep(0)
+    return a + b
+
+
+def test_a_trio_function_s_result_arrives() -> None:
+    async def main() -> tuple[int, list[int]]:
+        one = await from_asyncio(added, 1, b=2)
+        many = await asyncio.gather(*(from_asyncio(added, n, b=n) for n in range(5)))
+        return one, many
+
+    assert in_asyncio(main) == (3, [0, 2, 4, 6, 8])
+
+
+def test_the_trio_task_sees_the_caller_s_context_variables() -> None:
+    who: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="nobody")
+
+    async def read() -> str:
+        return who.get()
+
+    async def main() -> str:
+        who.set("the asyncio task")
+        return await from_asyncio(read)
+
+    assert in_asyncio(main) == "the asyncio task"
+
+
+def test_errors_arrive_as_themselves() -> None:
+    raised = KeyError("the very one")
+
+    async def raises() -> None:
+        await trio.sleep(0)
+        raise raised
+
+    async def decodes() -> Plan:
+        return decode(PLAN, b'{"tools": []}')
+
+    async def main() -> None:
+        with pytest.raises(KeyError) as caught:
+            await from_asyncio(raises)
+        assert caught.value is raised
+        with pytest.raises(ContractError) as refused:
+            await from_asyncio(decodes)
+        with pytest.raises(ContractError) as directly:
+            decode(PLAN, b'{"tools": []}')
+        assert refused.value.violations == directly.value.violations != ()
+
+    in_asyncio(main)
+
+
+def test_cancelling_the_asyncio_task_cancels_the_trio_side_and_waits_for_it() -> None:
+    events: list[str] = []
+    started = threading.Event()
+
+    async def forever() -> None:
+        try:
+            started.set()
+            await trio.sleep_forever()
+        finally:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # clean-up that yields to trio
+            events.append("trio finally")
+
+    async def main() -> None:
+        async with another_call_running():
+            task = asyncio.create_task(from_asyncio(forever))
+            await asyncio.to_thread(started.wait, HANG)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            events.append("asyncio saw the cancellation")
+
+    in_asyncio(main)
+    assert events == ["trio finally", "asyncio saw the cancellation"]
+
+
+def test_an_asyncio_timeout_stops_the_trio_call() -> None:
+    async def main() -> None:
+        async with another_call_running():
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.01):
+                    await from_asyncio(trio.sleep, HANG)
+
+    in_asyncio(main)
+
+
+def test_an_error_while_the_trio_side_is_cancelled_is_raised_in_place_of_cancellation() -> None:
+    started = threading.Event()
+
+    async def fails_when_stopped() -> None:
+        try:
+            started.set()
+            await trio.sleep_forever()
+        finally:
+            raise RuntimeError("could not clean up")
+
+    async def main() -> None:
+        async with another_call_running():
+            task = asyncio.create_task(from_asyncio(fails_when_stopped))
+            await asyncio.to_thread(started.wait, HANG)
+            task.cancel()
+            with pytest.raises(RuntimeError, match="could not clean up"):
+                await task
+
+    in_asyncio(main)
+
+
+def test_calls_awaited_at_once_run_at_once() -> None:
+    calls = 50
+    # Each call waits until every call has started: calls run one by one, or a few at a
+    # time (asyncio's default pool has min(32, cores + 4) threads), would never finish.
+    arrived = 0
+    everyone = trio.Event()
+
+    async def meet() -> int:
+        nonlocal arrived
+        arrived += 1
+        if arrived == calls:
+            everyone.set()
+        await everyone.wait()
+        return arrived
+
+    async def main() -> list[int]:
+        async with asyncio.timeout(HANG):
+            return await asyncio.gather(*(from_asyncio(meet) for _ in range(calls)))
+
+    assert in_asyncio(main) == [calls] * calls
+
+
+def test_a_function_that_returns_no_awaitable_is_one_line() -> None:
+    def not_async() -> int:
+        return 1
+
+    async def main() -> None:
+        with pytest.raises(TypeError) as caught:
+            await from_asyncio(not_async)  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            "from_asyncio awaits what "
+            "test_a_function_that_returns_no_awaitable_is_one_line.<locals>.not_async returns, "
+            "and it returned a int: for a stream, use stream_from_asyncio"
+        )
+
+    in_asyncio(main)
+
+
+def test_awaited_from_trio_it_says_to_await_the_function_itself() -> None:
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="in trio, await the function itself"):
+            await from_asyncio(added, 1, b=2)
+
+    trio.run(main)
+
+
+async def counting(limit: int, ended: list[str]) -> AsyncIterator[int]:
+    try:
+        for number in range(limit):
+            await trio.sleep(0)
+            yield number
+    finally:
+        ended.append("trio side closed")
+
+
+def test_a_stream_is_iterated_from_asyncio_and_closed_when_left() -> None:
+    ended: list[str] = []
+
+    async def main() -> tuple[list[int], list[int]]:
+        async with stream_from_asyncio(counting, 4, ended) as numbers:
+            whole = [number async for number in numbers]
+        cut = []
+        async with stream_from_asyncio(counting, 1_000_000, ended) as numbers:
+            async for number in numbers:
+                cut.append(number)
+                if number == 2:
+                    break
+        return whole, cut
+
+    assert in_asyncio(main) == ([0, 1, 2, 3], [0, 1, 2])
+    assert ended == ["trio side closed", "trio side closed"]
+
+
+def test_a_stream_s_error_arrives_as_itself() -> None:
+    async def fails() -> AsyncIterator[int]:
+        yield 1
+        decode(PLAN, b"{}")
+
+    async def main() -> list[int]:
+        seen: list[int] = []
+
+        async def read() -> None:
+            async with stream_from_asyncio(fails) as numbers:
+                async for number in numbers:
+                    seen.append(number)  # noqa: PERF401  # what came before the error
+
+        with pytest.raises(ContractError):
+            await read()
+        return seen
+
+    assert in_asyncio(main) == [1]
+
+
+@pytest.mark.process
+def test_a_plan_cancelled_from_asyncio_leaves_no_process(tmp_path: Path) -> None:
+    plan = Plan(request_id=str(uuid.uuid4()), tools=[tool("t", "hang")])
+
+    async def main() -> None:
+        async with another_call_running():
+            task = asyncio.create_task(
+                from_asyncio(
+                    execute_plan,
+                    plan,
+                    skills=discover_skills([FAULTS]),
+                    data_root=tmp_path,
+                    limits=Limits(shutdown_grace=GRACE),
+                )
+            )
+            async with asyncio.timeout(HANG):
+                while not started_pids(tmp_path):
+                    await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # Gone by the time the cancelled call returned, with the bridge still up.
+            assert_nothing_left(tmp_path)
+
+    in_asyncio(main)
+
+
+def test_a_plan_of_an_in_process_tool_runs_from_asyncio() -> None:
+    async def roll(request: ToolRequest, emit: EmitEvent) -> None:
+        await trio.sleep(0)
+        emit(DoneEvent(version="0", ok=True, summary="rolled 7"))
+
+    plan = Plan(
+        request_id=str(uuid.uuid4()), tools=[ToolInvocation(tool_id="r", tool_path="dice/roll")]
+    )
+
+    async def main() -> tuple[bool, Any]:
+        result = await from_asyncio(
+            execute_plan, plan, skills=SkillSet(), functions={"dice/roll": roll}
+        )
+        return result.success, result.tool_results[0].output
+
+    success, output = in_asyncio(main)
+    assert success
+    assert output["summary"] == "rolled 7"
