@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import re
 import threading
 import uuid
@@ -20,21 +21,31 @@ from typing import Any, TypeVar
 
 import pytest
 import trio
+from local_servers import Reply, conforming, model_server
 from test_tool_protocol import FAULTS, GRACE, assert_nothing_left, started_pids, tool
 
 from plancontracts import (
     PLAN,
+    Contract,
     ContractError,
     Limits,
+    ModelChoice,
+    Partial,
+    ServerSettings,
     SkillSet,
     decode,
     discover_skills,
     execute_plan,
     from_asyncio,
+    load_contracts,
+    load_writer,
     stream_from_asyncio,
+    violations,
+    write,
 )
 from plancontracts.generated.tool_plans import DoneEvent, Plan, ToolInvocation, ToolRequest
 from plancontracts.runtime.engine.executor import EmitEvent
+from plancontracts.runtime.model import Writer
 
 _T = TypeVar("_T")
 TRIO_WORKER = re.compile(r"Trio thread \d+")
@@ -314,3 +325,74 @@ def test_a_plan_of_an_in_process_tool_runs_from_asyncio() -> None:
     success, output = in_asyncio(main)
     assert success
     assert output["summary"] == "rolled 7"
+
+
+RECIPE = {
+    "title": "Recipe",
+    "type": "object",
+    "required": ["name", "serves"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 20},
+        "serves": {"type": "integer", "minimum": 1, "maximum": 12},
+    },
+}
+GOOD = {"name": "Leek soup", "serves": 4}
+
+
+@pytest.fixture
+def recipe(tmp_path: Path) -> Contract[Any]:
+    path = tmp_path / "recipe.json"
+    path.write_text(json.dumps(RECIPE))
+    return load_contracts(path)["recipe"]
+
+
+def served(url: str) -> Writer:
+    return load_writer(ModelChoice(server=ServerSettings(url, backoff=0.01)), say=lambda line: None)
+
+
+def test_a_user_s_contract_is_written_from_asyncio(recipe: Contract[Any]) -> None:
+    with model_server(conforming) as server:
+        writer = served(server.url)
+
+        async def main() -> Any:
+            return await from_asyncio(write, recipe, "A soup for four", writer=writer)
+
+        document = in_asyncio(main)
+    assert violations(recipe, document) == ()
+    assert len(server.requests) == 1
+
+
+def test_a_written_stream_is_read_from_asyncio(recipe: Contract[Any]) -> None:
+    with model_server(lambda number, body: Reply(content=json.dumps(GOOD), piece=3)) as server:
+        writer = served(server.url)
+
+        async def main() -> list[Partial[Any]]:
+            async with stream_from_asyncio(
+                write, recipe, "A soup for four", writer=writer, stream=True
+            ) as partials:
+                return [partial async for partial in partials]
+
+        seen = in_asyncio(main)
+    assert seen[-1].done
+    assert seen[-1].value == GOOD
+    assert all(not partial.done for partial in seen[:-1])
+
+
+def test_calls_at_once_share_one_run_so_a_server_s_in_flight_bound_holds(
+    recipe: Contract[Any],
+) -> None:
+    # Each call of a thread-per-call bridge would be a trio run of its own, with a
+    # pool of `in_flight` places of its own: ten calls would all reach the server.
+    with model_server(lambda number, body: Reply(content=json.dumps(GOOD), delay=0.05)) as server:
+        writer = served(server.url)
+
+        async def main() -> list[Any]:
+            return await asyncio.gather(
+                *(from_asyncio(write, recipe, "A soup", writer=writer) for _ in range(10))
+            )
+
+        documents = in_asyncio(main)
+    assert documents == [GOOD] * 10
+    assert len(server.requests) == 10
+    assert server.most_at_once <= ServerSettings().in_flight
