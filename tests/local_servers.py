@@ -98,7 +98,16 @@ class Reply:
     finish: str = "stop"
     "The choice's `finish_reason`: `length` says the answer was cut at the token limit."
     every: float = 0.0
-    "Seconds between the body's bytes, sent one at a time when above 0: a trickling server."
+    """Seconds between the body's bytes, sent one at a time when above 0: a trickling server.
+
+    A streamed answer waits as long between its events instead."""
+    tokens: int | None = None
+    """The answer's `usage.completion_tokens`: sent when not None, and in a stream always (one
+    token for each event of text when None)."""
+    piece: int = 3
+    "The characters of `content` in each event of a streamed answer."
+    cut: int | None = None
+    "The bytes of the answer sent before the connection is closed, the headers saying the whole."
 
 
 @dataclass
@@ -125,7 +134,10 @@ def model_server(
 
     GET /v1/models lists `models` (default one, `stub-model`), or answers
     `listing`'s status, body and headers when given. Answers are
-    sent as OpenAI's chat completion objects around `Reply.content`.
+    sent as OpenAI's chat completion objects around `Reply.content`; to a
+    request with `"stream": true`, as server-sent events of OpenAI's chat
+    chunks (`Reply.piece` characters each, then the finish, the usage and
+    `[DONE]`) on a connection closed after them.
     """
     lock = threading.Lock()
     at_once = 0
@@ -157,13 +169,21 @@ def model_server(
                     with lock:
                         state.hung_up += 1
                     return
+                if body.get("stream") is True and reply.content is not None:
+                    self._send_events(reply, reply.status, reply.headers)
+                    return
                 payload = reply.body
                 if reply.content is not None:
                     message = {"role": "assistant", "content": reply.content}
                     choice = {"index": 0, "message": message, "finish_reason": reply.finish}
-                    completion = {"object": "chat.completion", "choices": [choice]}
+                    completion: dict[str, Any] = {
+                        "object": "chat.completion",
+                        "choices": [choice],
+                    }
+                    if reply.tokens is not None:
+                        completion["usage"] = {"completion_tokens": reply.tokens}
                     payload = json.dumps(completion).encode()
-                self._send(reply.status, payload, reply.headers)
+                self._send(reply.status, payload, reply.headers, reply.every, reply.cut)
             finally:
                 with lock:
                     at_once -= 1
@@ -177,7 +197,12 @@ def model_server(
             return False
 
         def _send(
-            self, status: int, payload: bytes, headers: dict[str, str], every: float = 0.0
+            self,
+            status: int,
+            payload: bytes,
+            headers: dict[str, str],
+            every: float = 0.0,
+            cut: int | None = None,
         ) -> None:
             try:
                 self.send_response(status)
@@ -186,6 +211,9 @@ def model_server(
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                if cut is not None:
+                    payload = payload[:cut]
+                    self.close_connection = True
                 if every <= 0:
                     self.wfile.write(payload)
                 for index in range(len(payload) if every > 0 else 0):
@@ -194,6 +222,50 @@ def model_server(
                     time.sleep(every)
             except OSError:
                 pass  # the client went away: what it did is what the test looks at
+
+        def _send_events(self, reply: Reply, status: int, headers: dict[str, str]) -> None:
+            """`reply.content` as OpenAI streams it: events of chat chunks, then `[DONE]`."""
+            assert reply.content is not None
+            text = reply.content
+            pieces = [text[at : at + reply.piece] for at in range(0, len(text), reply.piece)]
+            chunks: list[dict[str, Any]] = [
+                {"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            ]
+            chunks += [
+                {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+                for piece in pieces
+            ]
+            chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish}]})
+            used = len(pieces) if reply.tokens is None else reply.tokens
+            chunks.append({"choices": [], "usage": {"completion_tokens": used}})
+            events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+            events.append(b"data: [DONE]\n\n")
+            stream = b"".join(events)
+            if reply.cut is not None:
+                stream = stream[: reply.cut]
+            self.close_connection = True
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                if reply.cut is not None:  # more than is sent: the client sees the cut
+                    self.send_header("Content-Length", str(len(b"".join(events))))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                sent = 0
+                for event in events:
+                    if sent and reply.every > 0:
+                        time.sleep(reply.every)
+                    part = stream[sent : sent + len(event)]
+                    sent += len(event)
+                    if not part:
+                        break
+                    self.wfile.write(part)
+                    self.wfile.flush()
+            except OSError:
+                with lock:
+                    state.hung_up += 1  # the client went away mid-stream
 
         def log_message(self, format: str, *args: object) -> None:
             pass

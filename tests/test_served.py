@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFail
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model import ModelChoice, ServerSettings, load_first_writer
 from plancontracts.runtime.model.served import MAX_RESPONSE_BYTES, ServedModel, api_base, portable
+from plancontracts.runtime.model.writer import Piece, watching_tokens
 from plancontracts.runtime.tool_plans import Planner, plan_profile
 
 SCHEMA: dict[str, Any] = {
@@ -719,3 +721,300 @@ def test_a_model_name_the_server_gives_is_shown_escaped() -> None:
     assert "\x1b" not in line
     assert "\n" not in line
     assert line.startswith("model: m\\u001b[2J\\u000aplancontracts: error: forged served at ")
+
+
+# Streamed answers (`stream_chat`): server-sent events, read as they arrive, under the
+# same bounds as a whole answer.
+
+
+def stream(served: ServedModel, **options: Any) -> tuple[list[Piece], list[int]]:
+    """The pieces `stream_chat` gives, and the token counts the hook was told, in order."""
+
+    async def main() -> tuple[list[Piece], list[int]]:
+        told: list[int] = []
+        with watching_tokens(told.append):
+            written = served.stream_chat(
+                MESSAGES,
+                SCHEMA,
+                answer="JSON",
+                max_tokens=options.get("max_tokens", 64),
+                seed=options.get("seed"),
+            )
+            pieces = [piece async for piece in written]
+        return pieces, told
+
+    return trio.run(main)
+
+
+def events(*data: str, end: bytes = b"\n\n") -> bytes:
+    """Server-sent events with `data`, each ended by `end`."""
+    return b"".join(b"data: " + item.encode() + end for item in data)
+
+
+def delta(text: str, finish: str | None = None) -> str:
+    return json.dumps(
+        {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    )
+
+
+STREAMED = events(delta('{"answer"'), delta(': "yes"}'), delta("", "stop"), "[DONE]")
+"A streamed answer as a server sends it, without usage."
+
+
+def test_a_streamed_answer_arrives_in_pieces_and_totals_the_servers_token_count() -> None:
+    with model_server(always(Reply(tokens=9))) as server:
+        served = connect(server.url)
+        pieces, told = stream(served, max_tokens=64, seed=7)
+    assert "".join(piece.text for piece in pieces) == '{"answer": "yes"}'
+    assert [piece.tokens for piece in pieces[:-1]] == [1] * 6  # 17 characters, 3 an event
+    assert pieces[-1] == Piece("", 3)  # the server counts 9 tokens: the rest
+    assert told == [piece.tokens for piece in pieces]
+    (request,) = server.requests
+    assert request["stream"] is True
+    assert request["stream_options"] == {"include_usage": True}
+    assert (request["max_tokens"], request["seed"]) == (64, 7)
+    assert served.counts.answers == 1
+
+
+def test_a_streamed_answer_is_not_judged_the_caller_judges_it() -> None:
+    with model_server(always(Reply(content='{"answer": "maybe"'))) as server:
+        pieces, told = stream(connect(server.url))
+    assert "".join(piece.text for piece in pieces) == '{"answer": "maybe"'
+    assert sum(told) == len(pieces)  # the stub counts a token an event: no correction
+
+
+def test_a_whole_answer_reports_the_tokens_the_server_counts() -> None:
+    with model_server(sequence(Reply(tokens=5), Reply())) as server:
+        served = connect(server.url)
+        for expected in ([5], []):  # a server that does not count says nothing
+            told: list[int] = []
+            with watching_tokens(told.append):
+                write(served)
+            assert told == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(STREAMED, id="plain"),
+        pytest.param(STREAMED.replace(b"data: ", b"data:"), id="data-without-space"),
+        pytest.param(STREAMED.replace(b"\n", b"\r\n"), id="crlf"),
+        pytest.param(STREAMED.replace(b"\n", b"\r"), id="cr"),
+        pytest.param(b": ping\n\n" + STREAMED.replace(b"\n\n", b"\n: ping\n\n"), id="comments"),
+        pytest.param(b"event: message\nid: 1\nretry: 10\n" + STREAMED, id="other-fields-ignored"),
+        pytest.param(b"\n\n" + STREAMED.replace(b"\n\n", b"\n\n\n\n"), id="blank-lines"),
+        pytest.param(STREAMED.replace(b"[DONE]", b"").rstrip(b"\n"), id="finished-no-done"),
+    ],
+)
+def test_every_form_of_server_sent_events_is_read(body: bytes) -> None:
+    reply = Reply(content=None, body=body, headers={"Content-Type": "text/event-stream"})
+    with model_server(always(reply)) as server:
+        pieces, _ = stream(connect(server.url))
+    assert [piece.text for piece in pieces] == ['{"answer"', ': "yes"}']
+
+
+def test_an_answer_trickled_a_byte_at_a_time_is_read_whole() -> None:
+    crlf = STREAMED.replace(b"\n", b"\r\n")  # a CR and its LF in two reads
+    with model_server(always(Reply(content=None, body=crlf, every=0.001))) as server:
+        pieces, _ = stream(connect(server.url))
+    assert [piece.text for piece in pieces] == ['{"answer"', ': "yes"}']
+
+
+def test_a_server_that_ignores_stream_is_read_as_one_answer() -> None:
+    completion = {
+        "choices": [{"index": 0, "message": {"content": '{"answer": "no"}'}}],
+        "usage": {"completion_tokens": 6},
+    }
+    whole = Reply(content=None, body=b"\n" + json.dumps(completion).encode())
+    with model_server(always(whole)) as server:
+        pieces, told = stream(connect(server.url))
+    assert pieces == [Piece('{"answer": "no"}', 6)]
+    assert told == [6]
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (events("{nope"), "sent an event that is not JSON: '{nope'"),
+        (events("[1]"), "sent an event that is not a chat chunk"),
+        (events('{"choices": [{"delta": {"content": 5}}]}'), "content is not text"),
+        (
+            events(delta("{"), '{"error": {"message": "the model crashed"}}'),
+            "said an error in its stream: 'the model crashed'",
+        ),
+        (b'{"error": "overloaded"}', "answered with an error: 'overloaded'"),
+        (b'{"choices": []}', "answered with no message text"),
+        (b"{nope", "answered with no JSON"),
+        (events(delta('{"answer"')), "ended its stream before the answer did, after 9 characters"),
+        (b"data: " + b"x" * (MAX_RESPONSE_BYTES + 1), "answered with more than"),
+    ],
+    ids=[
+        "not-json",
+        "not-a-chunk",
+        "content-not-text",
+        "error-in-stream",
+        "error-object",
+        "object-without-text",
+        "object-not-json",
+        "no-end",
+        "line-past-the-limit",
+    ],
+)
+def test_a_stream_that_is_not_a_chat_answer_fails_in_one_line(body: bytes, said: str) -> None:
+    with model_server(always(Reply(content=None, body=body))) as server:
+        served = connect(server.url)
+        with pytest.raises(ServerFailed, match=re.escape(said)) as failed:
+            stream(served)
+    assert "\n" not in str(failed.value)
+    assert len(server.requests) == 1  # no other try: the server said what it says
+
+
+def test_a_stream_that_never_ends_ends_at_the_deadline() -> None:
+    pings = events(delta("{")) + b": ping\n" * 2000  # a read every 10 ms: 20 s in all
+    with model_server(always(Reply(content=None, body=pings, every=0.01))) as server:
+        served = connect(server.url, timeout=1.0)
+        with pytest.raises(ServerFailed, match=r"had not ended within 1 s$"):
+            stream(served)
+    assert len(server.requests) == 1
+
+
+def test_a_stream_whose_first_byte_never_comes_ends_at_the_deadline() -> None:
+    with model_server(always(Reply(delay=30))) as server:
+        served = connect(server.url, timeout=0.5)
+        with pytest.raises(ServerFailed, match=r"had not answered within 0\.5 s$"):
+            stream(served)
+    assert server.hung_up == 1
+
+
+def test_a_stream_cut_after_its_first_piece_fails_and_is_never_started_again() -> None:
+    cut = Reply(cut=200)  # 90 bytes of the role's event, 87 of the first text's, then a cut
+    with model_server(always(cut)) as server:
+        served = connect(server.url, retries=3)
+        said = "broke off its answer after 3 characters: "
+        with pytest.raises(ServerFailed, match=said) as failed:
+            stream(served)
+    assert "\n" not in str(failed.value)
+    assert len(server.requests) == 1
+
+
+def test_a_stream_that_fails_before_its_first_piece_is_tried_again() -> None:
+    with model_server(sequence(Reply(503), Reply(cut=20), Reply())) as server:
+        served = connect(server.url, retries=3)
+        pieces, _ = stream(served)
+    assert "".join(piece.text for piece in pieces) == '{"answer": "yes"}'
+    assert len(server.requests) == 3
+    assert (served.counts.requests, served.counts.retried) == (3, 2)
+
+
+def test_a_stream_refused_with_a_status_no_try_mends_fails_at_once() -> None:
+    refused = Reply(400, content=None, body=b"no streams here")
+    with (
+        model_server(always(refused)) as server,
+        pytest.raises(ServerFailed, match=r"answered HTTP 400: 'no streams here'$"),
+    ):
+        stream(connect(server.url, retries=3))
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("encoding", sorted(BOMBS))
+def test_a_compressed_stream_is_read_as_it_says(encoding: str) -> None:
+    body = BOMBS[encoding](STREAMED)
+    reply = Reply(content=None, body=body, headers={"Content-Encoding": encoding})
+    with model_server(always(reply)) as server:
+        pieces, _ = stream(connect(server.url))
+    assert [piece.text for piece in pieces] == ['{"answer"', ': "yes"}']
+
+
+def test_a_raw_deflate_stream_is_read() -> None:
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    raw = packer.compress(STREAMED) + packer.flush()
+    reply = Reply(content=None, body=raw, headers={"Content-Encoding": "deflate"})
+    with model_server(always(reply)) as server:
+        pieces, _ = stream(connect(server.url))
+    assert [piece.text for piece in pieces] == ['{"answer"', ': "yes"}']
+
+
+@pytest.mark.parametrize("encoding", sorted(BOMBS))
+def test_a_compressed_stream_is_bounded_as_decoded(encoding: str) -> None:
+    body, headers = _bomb(encoding)
+    bomb = Reply(content=None, body=body, headers=headers)
+    with model_server(always(bomb)) as server:
+        served = connect(server.url)
+
+        def run() -> None:
+            with pytest.raises(ServerFailed, match="answered with more than"):
+                stream(served)
+
+        assert _peak_while(run) < MOST_HELD
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "said"),
+    [
+        ("br", STREAMED, "answered in the 'br' encoding, which is not read"),
+        ("gzip", STREAMED, "answered with a body that is not gzip as it says"),
+        ("deflate", b"x", "answered with a body that is not deflate as it says"),
+    ],
+)
+def test_a_stream_in_an_encoding_not_read_fails_in_one_line(
+    encoding: str, body: bytes, said: str
+) -> None:
+    reply = Reply(content=None, body=body, headers={"Content-Encoding": encoding})
+    with model_server(always(reply)) as server, pytest.raises(ServerFailed, match=said):
+        stream(connect(server.url))
+
+
+def test_cancelling_a_stream_closes_its_connection() -> None:
+    slow = Reply(content='{"answer": "yes"}', piece=1, every=0.2)  # 17 events: 3.4 s
+    with model_server(always(slow)) as server:
+        served = connect(server.url)
+        read: list[Piece] = []
+
+        async def main() -> None:
+            pieces = served.stream_chat(MESSAGES, SCHEMA, answer="JSON", max_tokens=64, seed=None)
+            with trio.move_on_after(0.5):
+                async for piece in pieces:
+                    read.append(piece)  # noqa: PERF401 (what was read before the cancel)
+            assert 0 < len(read) < 17
+
+        trio.run(main)
+        trio.run(trio.sleep, 0.5)  # the server notices at its next write
+    assert server.hung_up == 1
+
+
+def test_closing_a_stream_closes_its_connection_and_frees_its_place() -> None:
+    slow = Reply(content='{"answer": "yes"}', piece=1, every=0.2)
+    with model_server(always(slow)) as server:
+        served = connect(server.url, in_flight=1)
+
+        async def main() -> None:
+            written = served.stream_chat(MESSAGES, SCHEMA, answer="JSON", max_tokens=64, seed=None)
+            assert (await anext(written)).text == "{"
+            await written.aclose()
+            with trio.fail_after(5):  # the one place is free again
+                async with served._limiter():
+                    pass
+
+        trio.run(main)
+        trio.run(trio.sleep, 0.5)
+    assert server.hung_up == 1
+
+
+def test_streams_beyond_the_pool_wait_for_a_place() -> None:
+    slow = Reply(piece=4, every=0.05)
+    with model_server(always(slow)) as server:
+        served = connect(server.url, in_flight=2)
+        texts: list[str] = []
+
+        async def one() -> None:
+            pieces = served.stream_chat(MESSAGES, SCHEMA, answer="JSON", max_tokens=64, seed=None)
+            texts.append("".join([piece.text async for piece in pieces]))
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(one)
+
+        trio.run(main)
+    assert texts == ['{"answer": "yes"}'] * 5
+    assert server.most_at_once == 2

@@ -13,6 +13,13 @@ any JSON without saying so, so every answer is checked against the profile:
 one that does not pass is refused and counted (`ServedModel.counts`), never
 returned.
 
+`stream_chat` asks for the answer as server-sent events (`"stream": true`)
+and gives its text as it arrives, unchecked, under the same bounds: the
+bytes of the whole stream, one deadline for the whole request, and tries
+again only before the first piece (a half answer is never silently
+started over). A server that ignores `stream` and answers with one JSON
+object is read as one piece.
+
 Requests go through httpx's async client, which runs under trio. Each has a
 deadline; 408, 429, 502, 503 and 504 answers and failed connections are
 tried again, at most `retries` times, a 500 once, after the wait the server
@@ -39,6 +46,7 @@ import threading
 import time
 import zlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -215,18 +223,11 @@ class ServedModel:
         `answer` is unused (the server applies its model's chat template);
         `max_tokens` 0 sends no limit. Waits for a place when `in_flight`
         requests are out. Raises ServerFailed when no answer came (after the
-        retries), AnswerRefused when the answer is not such an object.
+        retries), AnswerRefused when the answer is not such an object. The
+        answer's tokens, when the server counts them (`usage`), are reported
+        to the `watching_tokens` callbacks once it has come.
         """
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "response_format": self._response_format(schema),
-            "stream": False,
-        }
-        if max_tokens > 0:
-            body["max_tokens"] = max_tokens
-        if seed is not None:
-            body["seed"] = seed
+        body = self._body(messages, schema, max_tokens=max_tokens, seed=seed, stream=False)
         async with self._limiter():
             reply = await self._post(json.dumps(body).encode())
         text, finish = _choice(reply)
@@ -260,28 +261,52 @@ class ServedModel:
         max_tokens: int = 512,
         seed: int | None = None,
     ) -> AsyncGenerator[Piece, None]:
-        """The server's answer to `messages` under `schema`, unchecked, as it arrives.
+        """The server's answer to `messages` under `schema`, unchecked, in pieces as it arrives.
 
-        Raises ServerFailed when no answer came.
+        Each piece of text counts for one token; when the server counts the
+        answer's tokens (`usage`, asked for with `include_usage`), a last
+        piece with no text brings the total to its count (fewer tokens than
+        pieces makes that piece's count negative). Each piece's tokens are
+        reported to the `watching_tokens` callbacks before it is given.
+        Raises ServerFailed when the request fails (tried again as
+        `write_chat`'s are, but only before the first piece), the stream
+        breaks off, says an error, or is not server-sent events of chat
+        chunks. Closing the generator or cancelling its reader closes the
+        connection, which tells the server to stop.
         """
+        body = self._body(messages, schema, max_tokens=max_tokens, seed=seed, stream=True)
+        body["stream_options"] = {"include_usage": True}
+        place = object()  # the limiter's borrower: the generator may be closed from another task
+        limiter = self._limiter()
+        await limiter.acquire_on_behalf_of(place)
+        try:
+            async with aclosing(self._stream(json.dumps(body).encode())) as pieces:
+                async for piece in pieces:
+                    tokens_written(piece.tokens)
+                    yield piece
+        finally:
+            limiter.release_on_behalf_of(place)
+
+    def _body(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int,
+        seed: int | None,
+        stream: bool,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
             "response_format": self._response_format(schema),
-            "stream": False,
+            "stream": stream,
         }
         if max_tokens > 0:
             body["max_tokens"] = max_tokens
         if seed is not None:
             body["seed"] = seed
-        async with self._limiter():
-            reply = await self._post(json.dumps(body).encode())
-        text, _finish = _choice(reply)
-        self.counts.answers += 1
-        written = _completion_tokens(reply)
-        if written:
-            tokens_written(written)
-        yield Piece(text, written)
+        return body
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
         sent = portable(schema)
@@ -343,21 +368,100 @@ class ServedModel:
                         raise ServerFailed(
                             f"the model server {self.address} answered with no JSON: {_shown(body)}"
                         ) from None
-                problem = f"HTTP {status}: {_shown(body)}"
-                if b"response_format" in body and self.settings.response_format == "json_schema":
-                    problem += " (llama-cpp-python's server takes the json_object response format)"
-                # A 500 is a crash or, for some servers, a refused request (llama-cpp-python's
-                # and some vLLM releases' validation errors), which no other try mends: one more.
-                if status not in RETRIED_STATUSES or (status == 500 and attempt > 0):
-                    raise ServerFailed(f"the model server {self.address} answered {problem}")
+                problem = self._refusal(status, body, attempt)
                 wait = _retry_after(asked)
-            if attempt == settings.retries:
-                tries = f"{attempt + 1} tries" if attempt else "1 try"
-                raise ServerFailed(f"the model server {self.address} failed {tries}: {problem}")
-            self.counts.retried += 1
-            if wait is None:
-                wait = settings.backoff * 2**attempt * (1 + random.random() / 2)
-            await trio.sleep(min(wait, MAX_WAIT))
+            await self._again(attempt, problem, wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _refusal(self, status: int, body: bytes, attempt: int) -> str:
+        """The problem an answer of HTTP `status` is, when another try may mend it.
+
+        Raises ServerFailed when no other try can.
+        """
+        problem = f"HTTP {status}: {_shown(body)}"
+        if b"response_format" in body and self.settings.response_format == "json_schema":
+            problem += " (llama-cpp-python's server takes the json_object response format)"
+        # A 500 is a crash or, for some servers, a refused request (llama-cpp-python's
+        # and some vLLM releases' validation errors), which no other try mends: one more.
+        if status not in RETRIED_STATUSES or (status == 500 and attempt > 0):
+            raise ServerFailed(f"the model server {self.address} answered {problem}")
+        return problem
+
+    async def _again(self, attempt: int, problem: str, wait: float | None) -> None:
+        """Wait before try `attempt + 1`; ServerFailed with `problem` when it was the last."""
+        settings = self.settings
+        if attempt == settings.retries:
+            tries = f"{attempt + 1} tries" if attempt else "1 try"
+            raise ServerFailed(f"the model server {self.address} failed {tries}: {problem}")
+        self.counts.retried += 1
+        if wait is None:
+            wait = settings.backoff * 2**attempt * (1 + random.random() / 2)
+        await trio.sleep(min(wait, MAX_WAIT))
+
+    async def _stream(self, content: bytes) -> AsyncGenerator[Piece, None]:
+        """POST `content`, a streamed request, to /chat/completions: the answer's pieces.
+
+        Each try has one deadline for the whole stream, checked at every
+        read (a cancel scope cannot span this generator's yields: its
+        reader's code runs between them).
+        """
+        import httpx
+
+        settings = self.settings
+        url = f"{self.base}/chat/completions"
+        headers = _asking({**self._headers, "Content-Type": "application/json"})
+        timeout = httpx.Timeout(settings.timeout, connect=min(CONNECT_SECONDS, settings.timeout))
+        for attempt in range(settings.retries + 1):
+            self.counts.requests += 1
+            deadline = trio.current_time() + settings.timeout
+            answer = _StreamedAnswer()
+            wait: float | None = None
+            try:
+                async with AsyncExitStack() as stack:
+                    with trio.fail_at(deadline):
+                        client = await stack.enter_async_context(
+                            httpx.AsyncClient(
+                                timeout=timeout, trust_env=False, verify=self._context()
+                            )
+                        )
+                        response = await stack.enter_async_context(
+                            client.stream("POST", url, content=content, headers=headers)
+                        )
+                    raw = response.aiter_raw()
+                    decoder = _Decoder(response.headers.get("content-encoding", ""))
+                    if response.status_code != 200:
+                        kept = bytearray()
+                        while (chunk := await _read(raw, deadline)) is not None:
+                            kept += decoder.feed(chunk)
+                        kept += decoder.end()
+                        problem = self._refusal(response.status_code, bytes(kept), attempt)
+                        wait = _retry_after(response.headers.get("retry-after"))
+                    else:
+                        while not answer.done:
+                            chunk = await _read(raw, deadline)
+                            if chunk is None:
+                                pieces = answer.end(decoder.end())
+                            else:
+                                pieces = answer.feed(decoder.feed(chunk))
+                            for piece in pieces:
+                                yield piece
+                        self.counts.answers += 1
+                        return
+            except (trio.TooSlowError, httpx.TimeoutException):
+                when = "ended" if answer.started else "answered"
+                raise ServerFailed(
+                    f"the model server {self.address} had not {when} within {settings.timeout:g} s"
+                ) from None
+            except (_TooLong, _Undecodable, _NotAStream) as error:
+                raise ServerFailed(f"the model server {self.address} {error}") from None
+            except httpx.HTTPError as error:
+                if answer.started:
+                    raise ServerFailed(
+                        f"the model server {self.address} broke off its answer after "
+                        f"{answer.characters} characters: {_why(error)}"
+                    ) from None
+                problem = _why(error)
+            await self._again(attempt, problem, wait)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 
@@ -393,6 +497,232 @@ class _Undecodable(Exception):
 class _TooSlow(Exception):
     def __str__(self) -> str:
         return "its answer did not end within the --server-timeout"
+
+
+class _NotAStream(Exception):
+    """A streamed answer that is not server-sent events of chat chunks, or says an error."""
+
+
+async def _read(chunks: AsyncIterator[bytes], deadline: float) -> bytes | None:
+    """The next chunk of `chunks`, None at their end; trio.TooSlowError past `deadline`."""
+    with trio.fail_at(deadline):
+        return await anext(chunks, None)
+
+
+class _Decoder:
+    """Bytes as sent, decoded as a Content-Encoding says as they arrive, bounded like `_decoded`.
+
+    Raises _Undecodable for an encoding other than gzip and deflate or bytes
+    that are not what it says, _TooLong past MAX_RESPONSE_BYTES sent or
+    decoded at any layer.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        names = [name.strip().lower() for name in encoding.split(",")]
+        self._layers: list[_Inflating] = []
+        for layer in reversed([name for name in names if name and name != "identity"]):
+            if layer not in ("gzip", "x-gzip", "deflate"):
+                raise _Undecodable(f"answered in the {_shown(layer)} encoding, which is not read")
+            self._layers.append(_Inflating(layer))
+        self._sent = 0
+
+    def feed(self, data: bytes) -> bytes:
+        self._sent += len(data)
+        if self._sent > MAX_RESPONSE_BYTES:
+            raise _TooLong
+        for layer in self._layers:
+            data = layer.feed(data)
+        return data
+
+    def end(self) -> bytes:
+        data = b""
+        for layer in self._layers:
+            data = layer.feed(data) + layer.end()
+        return data
+
+
+class _Inflating:
+    """One gzip or deflate layer decoded as it arrives; deflate zlib-wrapped or raw."""
+
+    def __init__(self, layer: str) -> None:
+        self._layer = layer
+        self._inflater: Any = None
+        self._held = b""  # a deflate stream's first bytes, until its header tells the form
+        self._out = 0
+        if layer != "deflate":
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+
+    def feed(self, data: bytes) -> bytes:
+        if self._inflater is None:
+            self._held += data
+            if len(self._held) < 2:
+                return b""
+            data, self._held = self._held, b""
+            wrapped = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self._inflater = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        try:
+            out = self._inflater.decompress(data, MAX_RESPONSE_BYTES + 1 - self._out)
+        except zlib.error:
+            raise _Undecodable(
+                f"answered with a body that is not {self._layer} as it says"
+            ) from None
+        self._out += len(out)
+        if self._out > MAX_RESPONSE_BYTES or self._inflater.unconsumed_tail:
+            raise _TooLong
+        return bytes(out)
+
+    def end(self) -> bytes:
+        if self._inflater is None:  # fewer than two bytes: no deflate stream
+            if self._held:
+                raise _Undecodable(f"answered with a body that is not {self._layer} as it says")
+            return b""
+        return bytes(self._inflater.flush())
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+class _StreamedAnswer:
+    """A streamed chat answer read as it arrives: server-sent events of chunks, or one object.
+
+    `feed` takes decoded bytes and gives the pieces they complete; `end`,
+    at the end of the bytes, gives the last ones. Raises _NotAStream for an
+    event that is not a chat chunk, an error said in the stream, and a
+    stream that ends before its `[DONE]` or a finished choice. The work is
+    linear in the bytes, however they are cut.
+    """
+
+    def __init__(self) -> None:
+        self.started = False
+        "Whether a piece of text was given: no other try after that."
+        self.done = False
+        self.characters = 0
+        self._form: str | None = None  # "events" or "object", told by the first byte
+        self._line = bytearray()
+        self._data: list[bytes] = []
+        self._after_cr = False
+        self._pieces = 0
+        self._finished = False
+        self._usage: int | None = None
+
+    def feed(self, data: bytes) -> list[Piece]:
+        if self._form is None:
+            # Blank lines before the first byte mean nothing in either form.
+            data = data.lstrip()
+            if not data:
+                return []
+            self._form = "object" if data.startswith(b"{") else "events"
+        if self._form == "object":
+            self._line += data
+            return []
+        pieces: list[Piece] = []
+        start = 1 if self._after_cr and data.startswith(b"\n") else 0
+        self._after_cr = data.endswith(b"\r")
+        for end in _LINE_END.finditer(data, start):
+            self._line += data[start : end.start()]
+            start = end.end()
+            self._event_line(bytes(self._line), pieces)
+            self._line.clear()
+            if self.done:
+                return pieces
+        self._line += data[start:]
+        return pieces
+
+    def end(self, data: bytes) -> list[Piece]:
+        pieces = self.feed(data) if data else []
+        if self.done:
+            return pieces
+        if self._form == "object":
+            return [*pieces, self._object(bytes(self._line))]
+        if self._line:
+            self._event_line(bytes(self._line), pieces)
+        self._event_line(b"", pieces)
+        if not self.done:
+            if not self._finished:
+                raise _NotAStream(
+                    f"ended its stream before the answer did, after {self.characters} characters"
+                )
+            self._finish(pieces)
+        return pieces
+
+    def _event_line(self, line: bytes, pieces: list[Piece]) -> None:
+        """Read one line of server-sent events, as the standard says, into `pieces`."""
+        if not line:  # the end of an event
+            data, self._data = b"\n".join(self._data), []
+            if data:  # an event without data is none (the standard says so)
+                self._event(data, pieces)
+            return
+        if line.startswith(b":"):  # a comment: servers keep a connection open with them
+            return
+        name, _, value = line.partition(b":")
+        if name == b"data":
+            self._data.append(value[1:] if value.startswith(b" ") else value)
+
+    def _event(self, data: bytes, pieces: list[Piece]) -> None:
+        if data.strip() == b"[DONE]":
+            self._finish(pieces)
+            return
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError):
+            raise _NotAStream(f"sent an event that is not JSON: {_shown(data)}") from None
+        if not isinstance(chunk, dict):
+            raise _NotAStream(f"sent an event that is not a chat chunk: {_shown(data)}")
+        if "error" in chunk:
+            raise _NotAStream(f"said an error in its stream: {_shown(_error_text(chunk))}")
+        count = _completion_tokens(chunk)
+        if count:
+            self._usage = count
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            if count:
+                return  # a usage chunk may come without choices
+            raise _NotAStream(f"sent an event that is not a chat chunk: {_shown(data)}")
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            raise _NotAStream(f"sent a chat chunk with no delta: {_shown(data)}")
+        text = delta.get("content")
+        if text is not None and not isinstance(text, str):
+            raise _NotAStream(f"sent a chat chunk whose content is not text: {_shown(data)}")
+        if text:
+            self.started = True
+            self.characters += len(text)
+            self._pieces += 1
+            pieces.append(Piece(text, 1))
+        if isinstance(choice.get("finish_reason"), str):
+            self._finished = True
+
+    def _finish(self, pieces: list[Piece]) -> None:
+        self.done = True
+        if self._usage is not None and self._usage != self._pieces:
+            pieces.append(Piece("", self._usage - self._pieces))
+
+    def _object(self, body: bytes) -> Piece:
+        """The one piece of a server that answered a streamed request with a whole object."""
+        try:
+            reply = json.loads(body)
+        except (ValueError, RecursionError):
+            raise _NotAStream(f"answered with no JSON: {_shown(body)}") from None
+        if isinstance(reply, dict) and "error" in reply:
+            raise _NotAStream(f"answered with an error: {_shown(_error_text(reply))}")
+        try:
+            text, _finish = _choice(reply)
+        except ServerFailed:
+            raise _NotAStream(f"answered with no message text: {_shown(reply)}") from None
+        self.done = self.started = True
+        self.characters = len(text)
+        return Piece(text, _completion_tokens(reply))
+
+
+def _error_text(reply: dict[str, Any]) -> Any:
+    """What an `{"error": ...}` object says: its message where it has one."""
+    error = reply["error"]
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return error
 
 
 def _asking(headers: Mapping[str, str]) -> dict[str, str]:
