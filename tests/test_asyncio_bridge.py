@@ -396,3 +396,26 @@ def test_calls_at_once_share_one_run_so_a_server_s_in_flight_bound_holds(
     assert documents == [GOOD] * 10
     assert len(server.requests) == 10
     assert server.most_at_once <= ServerSettings().in_flight
+
+
+def test_a_stream_that_fails_to_open_raises_its_error_and_the_run_goes_on() -> None:
+    failed = threading.Event()
+
+    def opens_nothing() -> AsyncIterator[int]:
+        failed.set()
+        raise LookupError("no such stream")
+
+    async def ask_once() -> None:
+        async with stream_from_asyncio(opens_nothing) as numbers:
+            # Asked for an item once the trio side has failed and closed its end.
+            await asyncio.to_thread(failed.wait, HANG)
+            await asyncio.sleep(0.05)
+            await anext(numbers)
+
+    async def main() -> int:
+        async with another_call_running():
+            with pytest.raises(LookupError, match="no such stream"):
+                await ask_once()
+            return await from_asyncio(added, 1, b=1)
+
+    assert in_asyncio(main) == 2

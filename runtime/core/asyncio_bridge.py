@@ -111,7 +111,7 @@ async def _streamed(
         await bridge.ready()
         while True:
             answer: asyncio.Future[outcome.Outcome[_T]] = loop.create_future()
-            bridge.send(asks.send_nowait, answer)
+            bridge.send(_ask, asks, answer)
             either: set[asyncio.Future[Any]] = {answer, served}
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if not answer.done():
@@ -136,6 +136,17 @@ async def _streamed(
             bridge.calls -= 1
             if bridge.calls == 0:
                 await bridge.stop()
+
+
+def _ask(
+    asks: trio.MemorySendChannel[asyncio.Future[outcome.Outcome[_T]]],
+    answer: asyncio.Future[outcome.Outcome[_T]],
+) -> None:
+    """Ask the trio side for the next item; run by the trio run, where nothing may raise."""
+    # A trio side that has ended (its stream failed to open, or failed) has closed its
+    # end: the asyncio side sees its task end instead of an answer.
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        asks.send_nowait(answer)
 
 
 async def _answer(
@@ -233,7 +244,10 @@ class _Bridge:
             self._token, self._nursery = await asyncio.shield(self._started)
 
     def send(self, fn: Callable[..., object], *args: object) -> None:
-        """Call `fn(*args)` in the trio run, soon: from the event loop's thread."""
+        """Call `fn(*args)` in the trio run, soon: from the event loop's thread.
+
+        `fn` must not raise: an error there ends the whole trio run (TrioInternalError).
+        """
         assert self._token is not None, "sent before the run started"
         self._token.run_sync_soon(fn, *args)
 
