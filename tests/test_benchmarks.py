@@ -151,3 +151,10 @@ def test_the_user_schema_benchmark_runs_every_step_on_a_small_schema(tmp_path: P
     ]
     assert len(generated) == 1
     assert all(row.peak_kib > 0 and row.seconds > 0 for row in rows)
+
+
+def test_the_streaming_benchmark_reads_its_document_whole_every_way() -> None:
+    # A 20 kB document, each way once: `measure` checks each reads back the document written.
+    rows = load("streaming").measure(sizes=(0.02,), repeats=1)
+    assert [row.way for row in rows] == ["msgspec", "1 char", "16 chars"]
+    assert all(15_000 < row.characters < 25_000 and row.peak > 0 for row in rows)

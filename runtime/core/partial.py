@@ -200,12 +200,18 @@ class PartialJSON:
         `MalformedJSON` as soon as the text read cannot begin one JSON
         document, and again on every later call.
         """
+        n = len(text)
+        if self._state == _STRING and _PLAIN.fullmatch(text) and self._failed is None:
+            # Within a string, as most of a document is: one more piece of it.
+            self._pieces.append(text)
+            self._characters += n
+            self._bytes += n if text.isascii() else len(text.encode("utf-8"))
+            return False
         if self._failed is not None:
             raise self._failed
         self._changed = False
         stack = self._stack
         state = self._state
-        n = len(text)
         i = 0
         while i < n:
             if state == _STRING:
@@ -347,7 +353,7 @@ class PartialJSON:
             # duplicate's message, while the piece it began in is at hand.
             self._started_byte = self._bytes + _utf8_size(text[: self._started - self._characters])
         self._characters += n
-        self._bytes += _utf8_size(text)
+        self._bytes += n if text.isascii() else _utf8_size(text)
         return self._changed
 
     def complete(self, path: Path = ()) -> bool:
@@ -418,10 +424,12 @@ class PartialJSON:
         written = "".join(self._pieces)
         self._pieces = []
         if self._number in _INTEGER:
-            try:  # Python refuses integers of more than 4,300 digits, as msgspec does
-                number: int | float = int(written)
-            except ValueError:
+            # msgspec refuses an integer written longer than Python's limit on digits
+            # (4,300 by default), its sign counted; int() counts digits alone.
+            limit = sys.get_int_max_str_digits()
+            if limit and len(written) > limit:
                 self._fail(TOO_LARGE, text, at, self._started)
+            number: int | float = int(written)
         else:
             number = float(written)
             if number in (float("inf"), float("-inf")):
