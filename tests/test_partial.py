@@ -432,13 +432,19 @@ def test_every_partial_of_a_contracts_document_is_a_prefix_it_accepts(contract: 
 
 
 JSON_TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from('"\\/\b\f\n\r\t\x00\x1f'))
+
+
+def containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=5) | st.dictionaries(JSON_TEXT, inner, max_size=5)
+
+
 ANY_JSON = st.recursive(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
     | JSON_TEXT,
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(JSON_TEXT, inner, max_size=5),
+    containers,
     max_leaves=30,
 )
 
