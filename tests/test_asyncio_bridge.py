@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 import trio
-from local_servers import Reply, conforming, model_server
+from local_servers import A_PLAN, Reply, conforming, model_server
 from test_tool_protocol import FAULTS, GRACE, assert_nothing_left, started_pids, tool
 
 from plancontracts import (
@@ -33,6 +33,7 @@ from plancontracts import (
     Partial,
     ServerSettings,
     SkillSet,
+    bundled_skills,
     decode,
     discover_skills,
     execute_plan,
@@ -46,6 +47,7 @@ from plancontracts import (
 from plancontracts.generated.tool_plans import DoneEvent, Plan, ToolInvocation, ToolRequest
 from plancontracts.runtime.engine.executor import EmitEvent
 from plancontracts.runtime.model import Writer
+from plancontracts.runtime.tool_plans import Planner
 
 _T = TypeVar("_T")
 TRIO_WORKER = re.compile(r"Trio thread \d+")
@@ -419,3 +421,20 @@ def test_a_stream_that_fails_to_open_raises_its_error_and_the_run_goes_on() -> N
             return await from_asyncio(added, 1, b=1)
 
     assert in_asyncio(main) == 2
+
+
+@pytest.mark.process
+def test_an_agent_plans_and_the_plan_runs_from_asyncio(tmp_path: Path) -> None:
+    # A family's agent is trio code like the rest: the planner asks the server, then
+    # the executor runs the bundled scripts of its plan as processes.
+    with model_server(lambda number, body: Reply(content=A_PLAN)) as server:
+        planner = Planner(served(server.url), bundled_skills(), say=lambda line: None)
+
+        async def main() -> tuple[Plan, bool]:
+            plan = await from_asyncio(planner.plan, "I roll a die", seed=1)
+            result = await from_asyncio(execute_plan, plan, data_root=tmp_path)
+            return plan, result.success
+
+        plan, success = in_asyncio(main)
+    assert plan.tools[0].tool_path == "skills/dice-roller/roll.py"
+    assert success
