@@ -8,13 +8,13 @@ with text (escapes, accented letters and emoji among it), integers, floats,
 booleans, null and nested objects and arrays, grown to the size asked for.
 For each size, in one run:
 
-- msgspec: `msgspec.json.decode` of the whole text at once, the floor (the
-  median of REPEATS calls);
+- msgspec: `msgspec.json.decode` of the whole text at once, the floor;
 - 1 char: `PartialJSON` fed one character at a time, as a model's tokens
   could come at worst, then `finish()`;
 - 16 chars: fed in pieces of 16 characters, about what a token stream gives;
 
-each as seconds, characters per second, and times msgspec's time. The peak
+each as seconds (the least of REPEATS runs), characters per second, and
+times msgspec's time. The peak
 memory of one parse is measured apart, under tracemalloc (which slows it):
 the most memory the parse held at once, and that over the text's size (the
 parsed value itself is most of it). The last lines give, for each way of
@@ -25,8 +25,8 @@ process's peak RSS. No target: the numbers are for the docs.
 
 from __future__ import annotations
 
+import gc
 import resource
-import statistics
 import sys
 import time
 import tracemalloc
@@ -87,13 +87,18 @@ def fed(text: str, size: int) -> Any:
 
 
 def seconds(work: Callable[[], Any], repeats: int) -> float:
-    """The median time of `repeats` calls of `work`."""
+    """The least time of `repeats` calls of `work`, each after a garbage collection.
+
+    The least, not the median: on a machine shared with other work, that
+    work only ever adds time, and the ratios between sizes are what count.
+    """
     times = []
     for _ in range(repeats):
+        gc.collect()
         start = time.perf_counter()
         work()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def peak_memory(work: Callable[[], Any]) -> int:
@@ -138,7 +143,7 @@ def measure(sizes: Iterable[float] = SIZES, repeats: int = REPEATS) -> list[Row]
         for way, size in WAYS.items():
             if fed(text, size) != expected:
                 raise AssertionError(f"{way}: the document read is not the one written")
-            took = seconds(partial(fed, text, size), max(1, repeats // 2))
+            took = seconds(partial(fed, text, size), repeats)
             peak = peak_memory(partial(fed, text, size))
             rows.append(Row(megabytes, way, len(text), took, floor, peak))
     return rows

@@ -29,6 +29,7 @@ from plancontracts import (
     PLAN,
     ContractError,
     MalformedJSON,
+    UnknownContractError,
     contract_names,
     contract_schema,
     convert,
@@ -563,6 +564,9 @@ def test_prefix_violations_takes_every_kind_of_contract() -> None:
         found = prefix_violations(contract, partial)
         assert [violation.pointer for violation in found] == ["/requestId"]
     assert prefix_violations(PLAN, MISSING) == ()
+    for value in (MISSING, {}):
+        with pytest.raises(UnknownContractError, match="plans"):
+            prefix_violations("plans", value)
     assert prefix_violations(PLAN, {"tools": [{"toolId": "t1"}]}) == ()
 
 

@@ -541,11 +541,13 @@ def prefix_violations(contract: AnyContract, value: Any) -> Violations:
 
     Every other keyword is judged as `violations` judges it: strings and
     numbers in a partial value are complete, and objects and arrays only
-    grow. One call costs what `violations` costs on `value`.
+    grow. One call costs what `violations` costs on `value`. Raises
+    `UnknownContractError` for an unknown name, TypeError for what is not a contract.
     """
-    if value is MISSING:
-        return Violations()
     contracts, name = contracts_of(contract)
+    if value is MISSING:
+        contracts.require(name)
+        return Violations()
     return contracts.schema_violations(name, value, relaxed=_relaxed())
 
 
