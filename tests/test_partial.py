@@ -564,7 +564,8 @@ def test_prefix_violations_takes_every_kind_of_contract() -> None:
         found = prefix_violations(contract, partial)
         assert [violation.pointer for violation in found] == ["/requestId"]
     assert prefix_violations(PLAN, MISSING) == ()
-    for value in (MISSING, {}):
+    nothing_yet: list[Any] = [MISSING, {}]
+    for value in nothing_yet:
         with pytest.raises(UnknownContractError, match="plans"):
             prefix_violations("plans", value)
     assert prefix_violations(PLAN, {"tools": [{"toolId": "t1"}]}) == ()
