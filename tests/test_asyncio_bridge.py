@@ -45,6 +45,7 @@ from plancontracts import (
     write,
 )
 from plancontracts.generated.tool_plans import DoneEvent, Plan, ToolInvocation, ToolRequest
+from plancontracts.runtime.core import asyncio_bridge
 from plancontracts.runtime.engine.executor import EmitEvent
 from plancontracts.runtime.model import Writer
 from plancontracts.runtime.tool_plans import Planner
@@ -438,3 +439,25 @@ def test_an_agent_plans_and_the_plan_runs_from_asyncio(tmp_path: Path) -> None:
         plan, success = in_asyncio(main)
     assert plan.tools[0].tool_path == "skills/dice-roller/roll.py"
     assert success
+
+
+def test_a_trio_run_that_fails_fails_its_calls_and_the_next_call_gets_a_new_run() -> None:
+    # Only a failure inside trio itself ends the run under its calls; here, a callback
+    # handed to the run that raises (trio then ends the run with TrioInternalError).
+    def fails() -> None:
+        raise ZeroDivisionError
+
+    async def main() -> int:
+        call = asyncio.create_task(from_asyncio(trio.sleep_forever))
+        while asyncio.get_running_loop() not in asyncio_bridge._bridges:
+            await asyncio.sleep(0)
+        bridge = asyncio_bridge._bridges[asyncio.get_running_loop()]
+        await bridge.ready()
+        bridge.send(fails)
+        with pytest.raises(RuntimeError, match="the trio run ended under the call") as ended:
+            async with asyncio.timeout(HANG):
+                await call
+        assert isinstance(ended.value.__cause__, trio.TrioInternalError)
+        return await from_asyncio(added, 2, b=2)
+
+    assert in_asyncio(main) == 4

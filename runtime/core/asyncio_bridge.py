@@ -214,6 +214,10 @@ class _Bridge:
         self._ended: asyncio.Future[None] = loop.create_future()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
+        self._running: set[asyncio.Future[Any]] = set()
+        "Each running call's future, settled by `_finish` should the run end under it."
+        self._failure: BaseException | None = None
+        "What ended the trio run, when something in trio failed."
         # A daemon thread: were the event loop stopped with calls still running,
         # the program could still exit.
         self._thread = threading.Thread(
@@ -226,16 +230,24 @@ class _Bridge:
         await self.ready()
         done: asyncio.Future[outcome.Outcome[_T]] = self.loop.create_future()
         task = _Task(call, done, self.loop)
-        self.send(self._spawn, task, contextvars.copy_context())
+        self._running.add(done)
         try:
-            result = await asyncio.shield(done)
-        except asyncio.CancelledError:
-            self.send(task.cancel)
-            await _wait_out(done)
-            result = done.result()
-            if isinstance(result, outcome.Error) and not _only_cancelled(result.error):
-                return result.unwrap()  # the error it ended with says more than CancelledError
-            raise
+            self.send(self._spawn, task, contextvars.copy_context())
+            try:
+                result = await asyncio.shield(done)
+            except asyncio.CancelledError:
+                self.send(task.cancel)
+                await _wait_out(done)
+                result = done.result()
+                if isinstance(result, outcome.Error) and not _only_cancelled(result.error):
+                    return result.unwrap()  # the error it ended with says more than CancelledError
+                raise
+        finally:
+            self._running.discard(done)
+        if isinstance(result, outcome.Error) and _only_cancelled(result.error):
+            # Cancelled without being asked: the run itself is ending under the call.
+            await _wait_out(self._ended)
+            raise self._ended_under_a_call()
         return result.unwrap()
 
     async def ready(self) -> None:
@@ -249,7 +261,9 @@ class _Bridge:
         `fn` must not raise: an error there ends the whole trio run (TrioInternalError).
         """
         assert self._token is not None, "sent before the run started"
-        self._token.run_sync_soon(fn, *args)
+        # A run that has ended takes nothing more: `_finish` has settled every call.
+        with contextlib.suppress(trio.RunFinishedError):
+            self._token.run_sync_soon(fn, *args)
 
     async def stop(self) -> None:
         """End the trio run once its last call has ended, and wait for its thread to end."""
@@ -258,8 +272,9 @@ class _Bridge:
             del _bridges[self.loop]
         cancelled = await _wait_out(self._started)
         if self._started.exception() is None:
-            token, nursery = self._started.result()
-            token.run_sync_soon(nursery.cancel_scope.cancel)
+            await self.ready()
+            assert self._nursery is not None
+            self.send(self._nursery.cancel_scope.cancel)
         cancelled = await _wait_out(self._ended) or cancelled
         # The run has ended and said so as its thread's last act: this join is at once.
         self._thread.join()
@@ -281,10 +296,23 @@ class _Bridge:
             await trio.sleep_forever()
 
     def _finish(self, ended: outcome.Outcome[None]) -> None:
+        self._failure = ended.error if isinstance(ended, outcome.Error) else None
+        # New calls go to a new run.
+        self.stopping = True
+        if _bridges.get(self.loop) is self:
+            del _bridges[self.loop]
         if not self._started.done():
-            error = ended.error if isinstance(ended, outcome.Error) else None
-            self._started.set_exception(RuntimeError(f"the trio run did not start: {error!r}"))
+            self._started.set_exception(
+                RuntimeError(f"the trio run did not start: {self._failure!r}")
+            )
+        for done in self._running:
+            _settle(done, outcome.Error(self._ended_under_a_call()))
         self._ended.set_result(None)
+
+    def _ended_under_a_call(self) -> RuntimeError:
+        error = RuntimeError(f"the trio run ended under the call: {self._failure!r}")
+        error.__cause__ = self._failure
+        return error
 
     def _post(self, fn: Callable[..., object], *args: object) -> None:
         _post(self.loop, fn, *args)
