@@ -7,7 +7,9 @@
     python3 dev.py bench [NAME ...]  # set up, run benchmarks: validation, executor, planning,
                                      # skills, thinking, served, suite (the table of the
                                      # JSON-Schema-Test-Suite), user_schema (a 2 MB schema
-                                     # loaded, validated, generated) (default: all)
+                                     # loaded, validated, generated), asyncio_bridge
+                                     # (trio code awaited from asyncio), streaming (a
+                                     # document read as written) (default: all)
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
                            # constraints.txt, then set up with them
@@ -60,6 +62,8 @@ BENCHMARKS = (
     "served",
     "suite",
     "user_schema",
+    "asyncio_bridge",
+    "streaming",
 )
 
 

@@ -62,7 +62,7 @@ EXAMPLES = _examples()
 # A command that writes with the packaged model, unless it is told to ask a server
 # or to fall back; a Python example names the model.
 MODEL_COMMAND = re.compile(
-    r"plancontracts (?:plan|play|think|goals plan|session drive|story build)\b"
+    r"plancontracts (?:plan|play|think|write|goals plan|session drive|story build)\b"
     r"(?![^\n]*--(?:server|fallback))"
 )
 
