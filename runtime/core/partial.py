@@ -195,8 +195,8 @@ class PartialJSON:
     def feed(self, text: str) -> bool:
         """Read the next piece of the document's text (any length, empty included).
 
-        Returns True when `value` changed: it grew, or one of its arrays or
-        objects closed (so `complete` may now answer differently). Raises
+        Returns True when `value` grew or one of its arrays or objects
+        closed (so `complete` may now answer differently), else False. Raises
         `MalformedJSON` as soon as the text read cannot begin one JSON
         document, and again on every later call.
         """
