@@ -397,8 +397,10 @@ def test_a_long_string_fed_a_character_at_a_time_reads_whole() -> None:
 def test_every_partial_of_a_contracts_document_is_a_prefix_it_accepts(contract: str) -> None:
     schema = contract_schema(contract)
     drawn = {"documents": 0}
+    # The largest documents have thousands of partials, each judged whole: fewer of them.
+    most = examples_at_most(40 if contract in LARGEST else 200)
 
-    @settings(max_examples=examples_at_most(200))
+    @settings(max_examples=most)
     @given(document=valid_documents(schema), seed=st.integers(0, 2**32))
     def check(document: Any, seed: int) -> None:
         text = msgspec.json.encode(document).decode()
@@ -428,7 +430,7 @@ def test_every_partial_of_a_contracts_document_is_a_prefix_it_accepts(contract: 
         drawn["documents"] += 1
 
     check()
-    assert drawn["documents"] >= examples_at_most(200)
+    assert drawn["documents"] >= most
 
 
 JSON_TEXT = st.text(st.characters(codec="utf-8") | st.sampled_from('"\\/\b\f\n\r\t\x00\x1f'))
