@@ -347,8 +347,8 @@ class Attempt:
 
     `number` counts from 1; `tokens` are those written for it and `seconds`
     the time it took; `violations` are why it was refused (empty for the
-    answer accepted). `answer` is the text written, cut to `SHOWN_ANSWER`
-    characters.
+    answer accepted). `answer` is the text written, cut to 4,000 characters
+    (`runtime.model.writing.SHOWN_ANSWER`).
     """
 
     number: int
