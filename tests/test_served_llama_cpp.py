@@ -28,6 +28,7 @@ from plancontracts import decode
 from plancontracts.runtime.core.errors import ServerFailed
 from plancontracts.runtime.model import ServerSettings
 from plancontracts.runtime.model.served import ServedModel
+from plancontracts.runtime.model.writer import Piece, watching_tokens
 
 # A server process that loads the packaged model: a model test and a process test,
 # though neither takes the `packaged_model` fixture.
@@ -124,3 +125,31 @@ def test_plan_against_the_server_prints_a_valid_plan_whoever_wrote_it(server_url
     # The server's answer is the plan, or was refused (and said) and the patterns wrote it.
     refused = [line for line in said if "refused: 1 of 1 answers so far" in line]
     assert len(said) == 1 + len(refused)
+
+
+def test_the_servers_streamed_answer_is_its_whole_answer_and_counts_its_tokens(
+    server_url: str,
+) -> None:
+    served = ServedModel.connect(
+        ServerSettings(server_url, response_format="json_object"), say=lambda line: None
+    )
+    messages = [{"role": "user", "content": "Is fire hot? Answer yes or no."}]
+
+    async def main() -> tuple[dict[str, Any], list[int], list[Piece], list[int]]:
+        whole: list[int] = []
+        with watching_tokens(whole.append):
+            document = await served.write_chat(messages, YES_OR_NO, max_tokens=16, seed=1)
+        streamed: list[int] = []
+        with watching_tokens(streamed.append):
+            written = served.stream_chat(messages, YES_OR_NO, answer="JSON", max_tokens=16, seed=1)
+            pieces = [piece async for piece in written]
+        return document, whole, pieces, streamed
+
+    document, whole, pieces, streamed = trio.run(main)
+    assert json.loads("".join(piece.text for piece in pieces)) == document  # the same seed
+    assert len(pieces) > 1  # pieces as the server wrote them, not one whole answer
+    assert streamed == [piece.tokens for piece in pieces]
+    # Its whole answer says its count (`usage`); its stream does not, and sends a token an
+    # event: the same count either way.
+    assert len(whole) == 1
+    assert sum(streamed) == sum(whole)
