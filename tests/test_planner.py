@@ -45,6 +45,7 @@ from plancontracts.runtime.model import ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
 from plancontracts.runtime.model.resolution import DEFAULT_MODEL, check_gguf
+from plancontracts.runtime.model.writer import Piece
 from plancontracts.runtime.tool_plans import (
     Attempt,
     attempt_record,
@@ -348,18 +349,18 @@ def test_cancelling_from_trio_sets_the_stop(
 ) -> None:
     outcome: list[BaseException] = []
     ended = threading.Event()
-    write = writer.write
+    pieces = writer.pieces  # what the worker thread runs
 
-    def recorded(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def recorded(*args: Any, **kwargs: Any) -> Iterator[Piece]:
         try:
-            return write(*args, **kwargs)
+            yield from pieces(*args, **kwargs)
         except BaseException as error:
             outcome.append(error)
             raise
         finally:
             ended.set()
 
-    monkeypatch.setattr(writer, "write", recorded)
+    monkeypatch.setattr(writer, "pieces", recorded)
 
     async def cancel_soon() -> None:
         with trio.move_on_after(1.0) as scope:
