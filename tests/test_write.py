@@ -1,4 +1,4 @@
-"""`plancontracts.write`: any contract written by a model, judged, and asked again with what was wrong.
+"""`plancontracts.write`: any contract written by a model, judged, and asked again if refused.
 
 The loop is tried here with a scripted writer (a `Writer` whose answers the
 test gives, piece by piece), so that each rule of the loop is seen alone:
@@ -15,11 +15,9 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 import trio
 import trio.testing
-from plancontracts.pytest_plugin import PromptSnapshot
 
 from plancontracts import (
     Attempt,
@@ -33,6 +31,7 @@ from plancontracts import (
     write,
     write_sync,
 )
+from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.model.chat import Message, render_chat
 from plancontracts.runtime.model.writer import Piece
 from plancontracts.runtime.model.writing import (
@@ -310,18 +309,17 @@ def test_a_contract_beyond_the_profile_deriver_is_written_under_its_own_schema(
 
 def streamed(contract: Contract[Any], writer: ScriptedWriter, **options: Any) -> list[Any]:
     async def partials() -> list[Any]:
-        seen = []
         async with write(contract, "soup", writer=writer, stream=True, **options) as channel:
-            async for partial in channel:
-                seen.append(partial)
-        return seen
+            return [partial async for partial in channel]
 
     return trio.run(partials)
 
 
 def test_a_stream_hands_out_growing_values_then_the_document(recipes: ContractSet) -> None:
     seen = streamed(recipes["recipe"], ScriptedWriter([text(GOOD)], piece=1))
-    assert seen[-1].done and seen[-1].document == GOOD and seen[-1].value == GOOD
+    assert seen[-1].done
+    assert seen[-1].document == GOOD
+    assert seen[-1].value == GOOD
     growing = [partial.value for partial in seen[:-1]]
     assert growing[0] == {}
     assert {"name": "Soup"} in growing
