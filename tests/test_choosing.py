@@ -22,6 +22,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from writers import WrittenWhole
 
 from plancontracts import check_plan
 from plancontracts.generated.tool_plans import PlanMetadata, SkillChoice
@@ -387,7 +388,7 @@ def test_an_input_schema_no_profile_can_hold_is_planned_by_the_patterns(tmp_path
     ]
 
 
-class Unreachable:
+class Unreachable(WrittenWhole):
     async def write_chat(self, *args: Any, **options: Any) -> dict[str, Any]:
         raise AssertionError("the model was asked")
 

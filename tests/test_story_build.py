@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from tiers import examples_at_most
+from writers import WrittenWhole
 
 from plancontracts import STORY_PACKAGE, decode
 from plancontracts.generated.story_packages import AssetFile
@@ -57,7 +58,7 @@ PIPELINE = [
 ]
 
 
-class Drawing:
+class Drawing(WrittenWhole):
     """Writes each call as a document drawn from its profile: any call the profile allows."""
 
     def __init__(self, draw: Any) -> None:

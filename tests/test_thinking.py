@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategies import valid_documents
 from tiers import examples_at_most
+from writers import WrittenWhole
 
 from plancontracts import contract_schema, violations
 from plancontracts.generated.planning_blocks import PlanQuality
@@ -32,7 +32,6 @@ from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.core.profiles import WHITESPACE
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
-from plancontracts.runtime.model.writer import Piece
 from plancontracts.runtime.planning_blocks import (
     PLANNING_BLOCK,
     THINK_MODE,
@@ -308,7 +307,7 @@ def test_integral_floats_a_server_writes_are_whole_numbers_in_the_block() -> Non
     assert type(parallel.coordination_dc) is int
 
 
-class _AnswersInTurn:
+class _AnswersInTurn(WrittenWhole):  # as a server sends it: 12.0 stays a float
     """A writer answering each call with the next of `answers`, as a server's JSON decoded."""
 
     def __init__(self, *answers: dict[str, Any]) -> None:
@@ -325,20 +324,6 @@ class _AnswersInTurn:
     ) -> dict[str, Any]:
         assert Draft202012Validator(schema).is_valid(self.answers[0])  # what a profile lets through
         return self.answers.pop(0)
-
-    async def stream_chat(
-        self,
-        messages: Any,
-        schema: dict[str, Any],
-        *,
-        answer: str,
-        max_tokens: int,
-        seed: int | None,
-    ) -> AsyncIterator[Piece]:
-        written = await self.write_chat(
-            messages, schema, answer=answer, max_tokens=max_tokens, seed=seed
-        )
-        yield Piece(json.dumps(written), 1)  # as a server sends it: 12.0 stays a float
 
 
 def test_a_think_mode_check_whose_dc_a_server_writes_as_a_float_is_rolled_and_kept() -> None:

@@ -265,7 +265,7 @@ def test_a_prompt_becomes_a_user_message_after_the_contracts_system_message(
 
 def test_a_message_that_is_not_a_chat_message_is_refused(recipes: ContractSet) -> None:
     with pytest.raises(TypeError, match="role and a content"):
-        first_messages(recipes["recipe"], [{"text": "soup"}])  # type: ignore[list-item]
+        first_messages(recipes["recipe"], [{"text": "soup"}])
 
 
 def test_the_write_prompt(recipes: ContractSet, prompt_snapshot: PromptSnapshot) -> None:
