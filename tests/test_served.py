@@ -38,7 +38,13 @@ from plancontracts import decode
 from plancontracts.runtime.core.errors import AnswerRefused, NoModel, ServerFailed
 from plancontracts.runtime.engine.skills import bundled_skills
 from plancontracts.runtime.model import ModelChoice, ServerSettings, load_first_writer
-from plancontracts.runtime.model.served import MAX_RESPONSE_BYTES, ServedModel, api_base, portable
+from plancontracts.runtime.model.served import (
+    MAX_RESPONSE_BYTES,
+    ServedModel,
+    _StreamedAnswer,
+    api_base,
+    portable,
+)
 from plancontracts.runtime.model.writer import Piece, watching_tokens
 from plancontracts.runtime.tool_plans import Planner, plan_profile
 
@@ -1018,3 +1024,17 @@ def test_streams_beyond_the_pool_wait_for_a_place() -> None:
         trio.run(main)
     assert texts == ['{"answer": "yes"}'] * 5
     assert server.most_at_once == 2
+
+
+def test_an_event_split_across_reads_and_lines_is_read_whole() -> None:
+    # One event whose JSON spans two data lines (joined by a newline, as the standard
+    # says), its CRLF cut between reads with an empty read between: a decoder's output
+    # while a compressed block is incomplete.
+    chunk = delta('{"answer": "yes"}').encode()
+    first, second = chunk[: chunk.index(b"[")], chunk[chunk.index(b"[") :]
+    reads = [b"data: " + first + b"\r", b"", b"\ndata: " + second + b"\r\n", b"\r\n"]
+    answer = _StreamedAnswer()
+    pieces = [piece for read in reads for piece in answer.feed(read)]
+    assert pieces == [Piece('{"answer": "yes"}', 1)]
+    assert answer.feed(b"data: [DONE]\r\n\r\n") == []
+    assert answer.done

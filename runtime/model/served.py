@@ -606,6 +606,8 @@ class _StreamedAnswer:
         self._usage: int | None = None
 
     def feed(self, data: bytes) -> list[Piece]:
+        if not data:  # a decoder's empty output: a CR it follows may still be a CRLF's
+            return []
         if self._form is None:
             # Blank lines before the first byte mean nothing in either form.
             data = data.lstrip()
