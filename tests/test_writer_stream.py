@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+from packaged_model import model_file
 
 from plancontracts.runtime.core.errors import GenerationFailed
 from plancontracts.runtime.model.chat import render_chat
@@ -209,3 +210,19 @@ def test_leaving_a_stream_stops_the_generation(packaged_model: LocalModel, how: 
     # The model writes again at once: the stopped generation holds nothing.
     pieces, _, _ = streamed(packaged_model, max_tokens=8, seed=7)
     assert sum(piece.tokens for piece in pieces) == 8
+
+
+@pytest.mark.model  # a model of its own, with a small context
+def test_a_prompt_the_context_cannot_hold_fails_the_stream_in_one_line() -> None:
+    small = LocalModel.load(model_file(), context=64)
+    long = [{"role": "user", "content": "Tell a story. " * 40}]
+
+    async def main() -> list[Piece]:
+        written = small.stream_chat(long, SCHEMA, answer="JSON", max_tokens=16, seed=1)
+        return [piece async for piece in written]
+
+    with pytest.raises(GenerationFailed) as failed:
+        trio.run(main)
+    assert "\n" not in str(failed.value)
+    assert not generating()
+    assert not small.busy.locked()

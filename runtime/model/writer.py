@@ -47,8 +47,10 @@ __all__ = [
 class Piece:
     """A piece of an answer as the model writes it: its text and the tokens it counts for.
 
-    A piece may carry no text and only tokens (a server's final count
-    correcting the pieces' own), or text of several tokens.
+    A piece may carry text of several tokens, or no text and only tokens: a
+    local model's end-of-text token, or a server's own count correcting the
+    pieces' (negative where the server counts fewer tokens than it sent
+    pieces).
     """
 
     text: str
