@@ -11,7 +11,7 @@ and the packaged model.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,7 @@ class ScriptedWriter:
         self.asked: list[list[Message]] = []
         self.limits: list[int] = []
         self.schemas: list[dict[str, Any]] = []
+        self.closed = 0
 
     async def write_chat(
         self,
@@ -93,18 +94,21 @@ class ScriptedWriter:
         answer: str,
         max_tokens: int,
         seed: int | None,
-    ) -> AsyncIterator[Piece]:
+    ) -> AsyncGenerator[Piece, None]:
         self.asked.append([dict(message) for message in messages])
         self.limits.append(max_tokens)
         self.schemas.append(schema)
         answer_now = self.answers.pop(0)
         if isinstance(answer_now, GenerationFailed):
             raise answer_now
-        for start in range(0, len(answer_now), self.piece):
-            if 0 < max_tokens <= start // self.piece:
-                return  # cut at the token limit, as a model is
-            await trio.lowlevel.checkpoint()
-            yield Piece(answer_now[start : start + self.piece], 1)
+        try:
+            for start in range(0, len(answer_now), self.piece):
+                if 0 < max_tokens <= start // self.piece:
+                    return  # cut at the token limit, as a model is
+                await trio.lowlevel.checkpoint()
+                yield Piece(answer_now[start : start + self.piece], 1)
+        finally:
+            self.closed += 1  # as a model stops writing, a server's connection closes
 
 
 @pytest.fixture
@@ -228,7 +232,7 @@ def test_the_token_budget_bounds_each_answer_and_all_of_them(recipes: ContractSe
 
 def test_the_time_budget_stops_a_slow_writer(recipes: ContractSet) -> None:
     class Slow(ScriptedWriter):
-        async def stream_chat(self, *args: Any, **kwargs: Any) -> AsyncIterator[Piece]:
+        async def stream_chat(self, *args: Any, **kwargs: Any) -> AsyncGenerator[Piece, None]:
             await trio.sleep(10)
             yield Piece("{}", 1)
 
@@ -343,11 +347,27 @@ def test_leaving_a_stream_early_stops_the_writing(recipes: ContractSet) -> None:
 
     async def first() -> Any:
         async with write(recipes["recipe"], "soup", writer=writer, stream=True) as channel:
-            async for partial in channel:
-                return partial.value
-        return None
+            first = await channel.receive()
+        return first.value, writer.closed  # within the run: closed when the block ended
 
-    assert trio.run(first) == {}
+    assert trio.run(first) == ({}, 1)
+
+
+def test_a_reader_that_fails_closes_the_writers_stream_at_once(recipes: ContractSet) -> None:
+    writer = ScriptedWriter([text(GOOD)], piece=1)
+
+    async def on_text(text: str, tokens: int) -> None:
+        raise RuntimeError("the reader failed")
+
+    async def written() -> Any:
+        from plancontracts.runtime.model.writing import contract_judge, write_checked
+
+        judge = contract_judge(recipes["recipe"], None)
+        with pytest.raises(RuntimeError, match="the reader failed"):
+            await write_checked(writer, [], {}, judge, on_text=on_text)
+        return writer.closed  # within the run: closed by the loop, not when collected
+
+    assert trio.run(written) == 1
 
 
 def test_a_stream_that_spends_its_budget_raises_write_failed(recipes: ContractSet) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from plancontracts.runtime.model.chat import Message
@@ -37,7 +37,7 @@ class WrittenWhole:
         answer: str,
         max_tokens: int,
         seed: int | None,
-    ) -> AsyncIterator[Piece]:
+    ) -> AsyncGenerator[Piece, None]:
         written = await self.write_chat(
             messages, schema, answer=answer, max_tokens=max_tokens, seed=seed
         )

@@ -25,7 +25,7 @@ form, to the callbacks `watching_tokens` installs:
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -86,7 +86,7 @@ class Writer(Protocol):
         answer: str,
         max_tokens: int,
         seed: int | None,
-    ) -> AsyncIterator[Piece]:
+    ) -> AsyncGenerator[Piece, None]:
         """The answer to `messages` under `schema`, in pieces as the model writes it.
 
         An async generator. The text is not checked against `schema`: the

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -210,14 +210,18 @@ async def write_checked(
             pieces: list[str] = []
             tokens = 0
             refused: Violations | None = None
+            stream = writer.stream_chat(
+                conversation, schema, answer=answer, max_tokens=limit, seed=seed
+            )
             try:
-                async for piece in writer.stream_chat(
-                    conversation, schema, answer=answer, max_tokens=limit, seed=seed
-                ):
-                    pieces.append(piece.text)
-                    tokens += piece.tokens
-                    if on_text is not None:
-                        await on_text(piece.text, tokens)
+                # Closed here however the loop ends, not when the generator is collected:
+                # the model stops writing, the server's connection is closed, at once.
+                async with aclosing(stream):
+                    async for piece in stream:
+                        pieces.append(piece.text)
+                        tokens += piece.tokens
+                        if on_text is not None:
+                            await on_text(piece.text, tokens)
             except GenerationFailed as failure:
                 refused = Violations([Violation("", f"no answer: {failure}")])
             spent += tokens
