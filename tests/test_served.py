@@ -131,8 +131,28 @@ def test_a_refused_plan_is_never_used_the_planner_answers_with_patterns() -> Non
         plan = trio.run(planner.plan, "I light the torch")
     assert [tool.tool_path for tool in plan.tools] != ["skills/dice-roller/roll.py"]
     assert "light.py" in plan.tools[0].tool_path
-    assert any("refused" in line and "planning with patterns" in line for line in said)
-    assert served.counts.refused == 1
+    # Asked again once with the violation, refused again, then the patterns answer.
+    assert [line.split(" refused:")[0] for line in said if " refused:" in line] == [
+        "planner: answer 1 of 2",
+        "planner: answer 2 of 2",
+    ]
+    assert "formula" in said[-2]
+    assert "planning with patterns" in said[-1]
+    assert len(server.requests) == 2
+
+
+def test_a_refused_plan_is_asked_again_with_its_violations_and_the_answer_used() -> None:
+    said: list[str] = []
+    wrong = ROLL.replace("d20", "a hundred sides")
+    answers = [Reply(content=wrong), Reply(content=ROLL)]
+    with model_server(lambda number, body: answers[number]) as server:
+        planner = Planner(connect(server.url), bundled_skills(), say=said.append)
+        plan = trio.run(planner.plan, "I roll the die")
+    assert plan.tools[0].tool_path == "skills/dice-roller/roll.py"
+    assert not any("patterns" in line for line in said)
+    asked_again = server.requests[1]["messages"]
+    assert asked_again[-2] == {"role": "assistant", "content": wrong}
+    assert "/tools/0/input/formula" in asked_again[-1]["content"]
 
 
 def test_a_conforming_plan_from_the_server_is_the_plan() -> None:

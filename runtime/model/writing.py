@@ -22,6 +22,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Generic, Literal, TypeVar, overload
 
 import msgspec
@@ -330,19 +331,30 @@ def profile_violations(document: Any, schema: dict[str, Any]) -> Violations:
 
     Patterns are matched whole, as the grammar holds them (`core.patterns`).
     """
+    from jsonschema.exceptions import best_match
+
     from ..core.errors import MAX_VIOLATIONS
     from ..core.jsontext import pointer
     from ..core.patterns import pattern_validator
 
     if not isinstance(document, dict):
         return Violations([Violation("", "the answer is not a JSON object")])
-    found: list[Violation] = []
-    for error in pattern_validator()(schema).iter_errors(document):
-        if len(found) == MAX_VIOLATIONS:
-            return Violations(found, complete=False)
-        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
-        found.append(Violation(pointer(error.absolute_path), message, str(error.validator)))
-    return Violations(found)
+    errors = list(islice(pattern_validator()(schema).iter_errors(document), MAX_VIOLATIONS + 1))
+    if not errors:
+        return Violations()
+    # The most telling first: inside `anyOf` the branch the answer came nearest to, not
+    # "is not valid under any of the given schemas" (jsonschema's own ranking).
+    best = best_match(errors)
+    found = [best, *(error for error in errors if error is not best)]
+    shown = [
+        Violation(pointer(error.absolute_path), _cut(error.message), str(error.validator))
+        for error in found[:MAX_VIOLATIONS]
+    ]
+    return Violations(shown, complete=len(errors) <= MAX_VIOLATIONS)
+
+
+def _cut(message: str) -> str:
+    return message if len(message) <= 300 else message[:300] + "..."
 
 
 def _count(attempts: list[Attempt], running: bool = False) -> str:

@@ -26,6 +26,7 @@ from ...generated.tool_plans import Plan
 from ..core.errors import GenerationFailed, ProfileBug
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
+from ..model.writing import write_under_profile
 from .choosing import (
     CUE_STEPS,
     Choice,
@@ -185,19 +186,36 @@ class Planner:
         messages = narrator_messages(
             player_input, self.skills, disabled=off, state=state, failures=failures, scripts=scripts
         )
-        document = await writer.write_chat(
-            messages, profile.schema, answer="Plan JSON", max_tokens=PLAN_TOKENS, seed=seed
-        )
-        if choice is None:
-            called = [call["toolPath"] for call in document.get("tools", [])]
-            choice = Choice(
-                "plan",
-                tuple(
-                    Chosen((self.skills.resolve(path, off),), "the model called it in the plan")
-                    for path in dict.fromkeys(called)
-                    if path not in narrators
-                ),
+
+        def accept(document: dict[str, Any]) -> Plan:
+            chose = choice
+            if chose is None:
+                called = [call["toolPath"] for call in document.get("tools", [])]
+                chose = Choice(
+                    "plan",
+                    tuple(
+                        Chosen((self.skills.resolve(path, off),), "the model called it in the plan")
+                        for path in dict.fromkeys(called)
+                        if path not in narrators
+                    ),
+                )
+            return profile.to_plan(
+                document,
+                generation=generation,
+                parent_plan_id=parent_plan_id,
+                choice=chose.record(),
             )
-        return profile.to_plan(
-            document, generation=generation, parent_plan_id=parent_plan_id, choice=choice.record()
+
+        # A plan the profile or the contract refuses (a server that dropped a pattern)
+        # is asked again once with its violations, before the patterns answer.
+        return await write_under_profile(
+            writer,
+            messages,
+            profile.schema,
+            answer="Plan JSON",
+            max_tokens=PLAN_TOKENS,
+            seed=seed,
+            accept=accept,
+            say=self.say,
+            who="planner",
         )
