@@ -8,6 +8,9 @@ they fall back.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +206,49 @@ def test_a_stream_prints_growing_values_then_the_document(recipe: Path) -> None:
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[-1] == GOOD
     assert all(line != BAD for line in lines)  # a refused answer's values are never printed
+
+
+@pytest.mark.process  # a signal to the command
+@pytest.mark.parametrize(
+    ("signum", "said"),
+    [
+        (signal.SIGINT, "plancontracts: interrupted"),
+        (signal.SIGTERM, "plancontracts: stopped by SIGTERM"),
+        (signal.SIGHUP, "plancontracts: stopped by SIGHUP"),
+    ],
+    ids=lambda value: getattr(value, "name", ""),
+)
+def test_a_stop_signal_while_the_server_streams_ends_the_command_in_one_line(
+    recipe: Path, signum: signal.Signals, said: str
+) -> None:
+    slow = Reply(content=json.dumps(GOOD), every=0.5, piece=1)  # a minute of answer
+    with model_server(lambda number, body: slow) as server:
+        arguments = ["--schema", str(recipe), "A soup", "--stream", "--server", server.url]
+        command = subprocess.Popen(
+            [sys.executable, "-c", CTRL_C_AS_A_TERMINAL, "write", *arguments],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert command.stdout is not None
+            assert json.loads(command.stdout.readline()) == {}  # the answer is streaming
+            command.send_signal(signum)
+            out, err = command.communicate(timeout=300)
+        finally:
+            if command.poll() is None:
+                command.kill()
+                command.communicate()
+    assert command.returncode == 128 + signum
+    assert b'"serves":4' not in out  # stopped before the answer was whole
+    lines = err.decode().splitlines()
+    assert lines[-1] == said
+    assert "Traceback" not in err.decode()
+
+
+CTRL_C_AS_A_TERMINAL = (
+    "import signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "from plancontracts.runtime.cli.main import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
+"The console script, with Ctrl-C as from a terminal (a suite in the background ignores it)."
