@@ -19,11 +19,12 @@ profiles and judges.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 import msgspec
 import trio
@@ -51,6 +52,7 @@ __all__ = [
     "PROFILE_BOUNDS",
     "SHOWN_ANSWER",
     "SHOWN_VIOLATIONS",
+    "AttemptWatcher",
     "Budget",
     "Check",
     "Partial",
@@ -58,6 +60,7 @@ __all__ = [
     "first_messages",
     "profile_violations",
     "refusal_message",
+    "watching_attempts",
     "write",
     "write_checked",
     "write_sync",
@@ -168,6 +171,38 @@ def refusal_message(violations: Violations) -> str:
     )
 
 
+class AttemptWatcher(Protocol):
+    """Told of each answer `write_checked` asks for, as the model starts and stops writing it."""
+
+    def started(self, number: int, attempts: int, answer: str) -> None:
+        """Answer `number` of at most `attempts`, named `answer` (`Plan JSON`), is being written."""
+        ...
+
+    def ended(self) -> None:
+        """The answer last started is written, failed or was cancelled; it is judged next."""
+        ...
+
+
+_attempt_watchers: ContextVar[tuple[AttemptWatcher, ...]] = ContextVar(
+    "plancontracts_attempt_watchers", default=()
+)
+
+
+@contextmanager
+def watching_attempts(watcher: AttemptWatcher) -> Iterator[None]:
+    """Within the block, `watcher` is told as each answer of `write_checked` starts and ends.
+
+    What a progress display reads (`commandkit.progress`), beside the tokens
+    `watching_tokens` counts. Context-local, as `watching_tokens` is; the
+    watcher runs in the caller's trio thread and must not block.
+    """
+    token = _attempt_watchers.set((*_attempt_watchers.get(), watcher))
+    try:
+        yield
+    finally:
+        _attempt_watchers.reset(token)
+
+
 Judge = Callable[[str], Awaitable[_T | Violations]]
 "Reads an answer's text: the accepted value, or why it is refused (never empty)."
 
@@ -211,6 +246,9 @@ async def write_checked(
             pieces: list[str] = []
             tokens = 0
             refused: Violations | None = None
+            watchers = _attempt_watchers.get()
+            for watcher in watchers:
+                watcher.started(number, budget.attempts, answer)
             stream = writer.stream_chat(
                 conversation, schema, answer=answer, max_tokens=limit, seed=seed
             )
@@ -225,6 +263,9 @@ async def write_checked(
                             await on_text(piece.text, tokens)
             except GenerationFailed as failure:
                 refused = Violations([Violation("", f"no answer: {failure}")])
+            finally:
+                for watcher in watchers:
+                    watcher.ended()
             spent += tokens
             text = "".join(pieces)
             judged: _T | Violations = refused if refused is not None else await judge(text)
