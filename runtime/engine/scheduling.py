@@ -20,7 +20,7 @@ from ...generated.tool_plans import ToolError
 from .limits import Limits
 from .runs import ToolRun
 
-__all__ = ["run_in_order"]
+__all__ = ["must_skip", "run_in_order", "settle_at_deadline"]
 
 
 async def run_in_order(
@@ -41,6 +41,14 @@ async def run_in_order(
     """
     with trio.CancelScope(deadline=deadline):
         await _schedule(runs, order, parallel, limits.max_concurrency, run_tool)
+    settle_at_deadline(runs, limits, failed)
+
+
+def settle_at_deadline(runs: list[ToolRun], limits: Limits, failed: list[int]) -> None:
+    """After scheduling stopped: a tool still running timed out (joining `failed`).
+
+    A tool still pending is skipped.
+    """
     now = trio.current_time()
     for run in runs:
         if run.state == "running":
@@ -87,7 +95,7 @@ async def _schedule(
         while unsettled:
             while ready:
                 run = runs[ready[0][1]]
-                if _must_skip(runs, run):
+                if must_skip(runs, run):
                     heapq.heappop(ready)
                     run.state = "skipped"
                     settle(run)
@@ -115,7 +123,8 @@ async def _schedule(
             settle(runs[finished])
 
 
-def _must_skip(runs: list[ToolRun], run: ToolRun) -> bool:
+def must_skip(runs: list[ToolRun], run: ToolRun) -> bool:
+    """Whether `run` is skipped: a dependency was skipped, or failed while required."""
     for index in run.dependencies:
         dependency = runs[index]
         if dependency.state == "skipped":
