@@ -223,3 +223,15 @@ async def test_a_whole_plan_other_than_its_entries_is_refused() -> None:
 
 def test_tool_invocation_is_the_entry_type() -> None:
     assert isinstance(PLANS[0].tools[0], ToolInvocation)
+
+
+@_trio
+async def test_a_stream_that_fails_raises_its_error_as_itself() -> None:
+    plan = _plan([_tool("a")])
+
+    async def items() -> AsyncIterator[StreamItem]:
+        yield plan.tools[0]
+        raise KeyError("the writer failed")
+
+    with pytest.raises(KeyError, match="the writer failed"):
+        await execute_streamed(_header(plan), items(), functions=FUNCTIONS)

@@ -11,11 +11,13 @@ schema) and runs under the same rules as `execute_plan` (dependency order,
 deadline) as soon as its dependencies have arrived, finished and are
 satisfied; a dependency on a tool not written yet waits for it.
 
-An entry that fails its check dooms the plan at once: every started tool is
-cancelled (its process group torn down, as when `execute_plan` is cancelled)
-and nothing more starts. At the end the whole plan gets `execute_plan`'s
-checks (cycles, dependencies never written among them); a plan refused
-there, or by the planner, or doomed, has the result of a rejected plan:
+An entry that fails its check dooms the plan at its arrival: every started
+tool is cancelled (its process group torn down, as when `execute_plan` is
+cancelled), nothing more starts and the rest of the stream is not read; the
+error is that entry's (a duplicate `toolId` reads as `execute_plan` says it).
+At the end the whole plan gets `execute_plan`'s checks (cycles, dependencies
+never written among them); a plan refused there, or by the planner, or
+doomed, has the result of a rejected plan:
 `success` false, no tool results, the reason in `error`. A tool started
 before that may have done what it does (written its data folder, spent its
 time): only its result is dropped. Otherwise the result is the one
@@ -36,6 +38,7 @@ import trio
 from ...generated.tool_plans import ExecutionResult, Plan, ToolError, ToolInvocation
 from .attempts import ToolAttempts
 from .checks import Rejected, _target, prepare, with_defaults
+from .executor import _leaves
 from .limits import MAX_ATTEMPT_NUMBER, Limits
 from .result import execution_result
 from .runs import ToolFunction, ToolRun, UiEventHandler
@@ -104,7 +107,14 @@ async def execute_streamed(
         failed=stream.failed,
     )
     stream.on_start = on_start
-    await stream.run(items)
+    try:
+        await stream.run(items)
+    except BaseExceptionGroup as group:
+        # As in execute_plan: one failure (the stream's own, say) is raised as itself.
+        leaves = list(_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
     elapsed = trio.current_time() - started
     final = stream.final or stream.plan
     if stream.error is not None:
@@ -223,8 +233,11 @@ class _Stream:
             target, skill = _target(
                 self.plan, self.skills, self.functions, call, self.checks_deadline
             )
-        except Rejected:
-            self.error = self._whole_plan_error()
+        except Rejected as rejection:
+            # This entry's own error, not the whole plan's: entries still to come
+            # are never read (a model stops writing them), so a later duplicate
+            # or cycle that `execute_plan` would name first is not known.
+            self.error = rejection.error
             return
         known = [self.index[name] for name in call.dependencies if name in self.index]
         run = ToolRun(position, call, target, skill, tuple(dict.fromkeys(known)))
@@ -267,7 +280,8 @@ class _Stream:
             ).error
             return
         try:
-            _, self.order = prepare(plan, self.skills, self.functions, seconds=1e9)
+            seconds = max(0.0, self.checks_deadline - time.monotonic())
+            _, self.order = prepare(plan, self.skills, self.functions, seconds=seconds)
         except Rejected as rejection:
             self.error = rejection.error
 
