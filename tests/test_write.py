@@ -379,3 +379,118 @@ def test_a_stream_that_spends_its_budget_raises_write_failed(recipes: ContractSe
 def test_the_blocking_form_returns_the_document(recipes: ContractSet) -> None:
     writer = ScriptedWriter([text({**GOOD, "serves": 0}), text(GOOD)])
     assert write_sync(recipes["recipe"], "soup", writer=writer) == GOOD
+
+
+# What a caller may get wrong, and a writer that does not keep to its limits ----------------
+
+
+def test_a_check_may_say_none_for_no_violation(recipes: ContractSet) -> None:
+    assert run(recipes["recipe"], ScriptedWriter([text(GOOD)]), check=lambda value: None) == GOOD
+
+
+@pytest.mark.parametrize(
+    ("returned", "says"),
+    [(5, "returned int, not an iterable of Violation"), (["bad"], "returned a str among")],
+)
+def test_a_check_that_returns_no_violations_is_a_type_error_naming_it(
+    recipes: ContractSet, returned: Any, says: str
+) -> None:
+    def strict(value: Any) -> Any:
+        return returned
+
+    with pytest.raises(TypeError, match=f"the check strict {says}"):
+        run(recipes["recipe"], ScriptedWriter([text(GOOD)]), check=strict)
+
+
+def test_a_check_without_end_is_read_as_far_as_the_violations_listed(
+    recipes: ContractSet,
+) -> None:
+    from plancontracts import MAX_VIOLATIONS
+
+    def endless(value: Any) -> Any:
+        while True:
+            yield Violation("/name", "never good enough")
+
+    with pytest.raises(WriteFailed) as raised:
+        run(recipes["recipe"], ScriptedWriter([text(GOOD)]), check=endless, attempts=1)
+    (attempt,) = raised.value.attempts
+    assert len(attempt.violations) == MAX_VIOLATIONS
+    assert not attempt.violations.complete
+
+
+def test_a_slow_check_is_stopped_by_the_time_budget(recipes: ContractSet) -> None:
+    import threading
+
+    released = threading.Event()
+
+    def slow(value: Any) -> list[Violation]:
+        released.wait(60)  # a check that takes a minute
+        return []
+
+    try:
+        with pytest.raises(WriteFailed, match="time budget"):
+            run(
+                recipes["recipe"],
+                ScriptedWriter([text(GOOD)]),
+                check=slow,
+                budget=Budget(seconds=0.2),
+            )
+    finally:
+        released.set()
+
+
+def test_a_writer_past_its_token_limit_is_cut_at_the_budget(recipes: ContractSet) -> None:
+    class Overrunning(ScriptedWriter):
+        async def stream_chat(self, *args: Any, **options: Any) -> AsyncGenerator[Piece, None]:
+            async for piece in super().stream_chat(*args, **{**options, "max_tokens": 0}):
+                yield piece
+
+    writer = Overrunning([text(GOOD)])
+    with pytest.raises(WriteFailed, match=r"token budget \(5\)") as raised:
+        run(recipes["recipe"], writer, budget=Budget(tokens=5))
+    assert "past the token budget" in raised.value.attempts[0].violations[0].message
+    assert writer.closed == 1
+
+
+def test_the_conversation_keeps_the_last_refusals_only(recipes: ContractSet) -> None:
+    from plancontracts.runtime.model.writing import KEPT_REFUSALS
+
+    refused = [text({**GOOD, "serves": 20 + n}) for n in range(5)]
+    writer = ScriptedWriter([*refused, text(GOOD)])
+    assert run(recipes["recipe"], writer, attempts=6) == GOOD
+    first = writer.asked[0]
+    last = writer.asked[-1]
+    assert last[: len(first)] == first
+    assert len(last) == len(first) + 2 * KEPT_REFUSALS
+    assert last[-2]["content"] == refused[-1]
+    assert last[-4]["content"] == refused[-2]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "says"),
+    [
+        ({"max_tokens": -5}, ValueError, "max_tokens"),
+        ({"writer": None}, TypeError, "load_writer"),
+        ({"messages": [{"role": "robot", "content": "soup"}]}, ValueError, "role"),
+    ],
+)
+def test_arguments_write_cannot_use_are_refused_before_any_writing(
+    recipes: ContractSet, options: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    writer = ScriptedWriter([text(GOOD)])
+    given: dict[str, Any] = {"messages": "soup", "writer": writer, **options}
+
+    async def written() -> Any:
+        return await write(recipes["recipe"], given.pop("messages"), **given)
+
+    with pytest.raises(error, match=says):
+        trio.run(written)
+    assert writer.asked == []
+
+
+def test_the_blocking_form_inside_a_trio_run_says_to_await_write(recipes: ContractSet) -> None:
+    async def inside() -> Any:
+        return write_sync(recipes["recipe"], "soup", writer=ScriptedWriter([text(GOOD)]))
+
+    with pytest.raises(RuntimeError, match="await write"):
+        trio.run(inside)

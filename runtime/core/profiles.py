@@ -56,8 +56,14 @@ class Bounds:
     "Integers lie within plus or minus this."
 
 
-def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[str, Any]:
+def contract_profile(
+    contract: AnyContract, bounds: Bounds = Bounds(), *, whole: bool = False
+) -> dict[str, Any]:
     """The decoding schema of `contract` (a handle or a name), derived from its bundled schema.
+
+    `whole` keeps the fields the contract requires that it marks `x-decoding:
+    omit` (a plan's `requestId`): a document written with no planner to fill
+    them in (`plancontracts.write`) must hold them.
 
     Raises `UnusableSchema` for a user's contract no profile is derived from:
     one of another draft than 2020-12, one whose references name anything but
@@ -73,7 +79,7 @@ def contract_profile(contract: AnyContract, bounds: Bounds = Bounds()) -> dict[s
         if unread is not None:
             raise UnusableSchema(f"{name}: no decoding profile: {unread}")
     try:
-        derived = Deriver(schema.get("$defs", {}), bounds).derive(schema)
+        derived = Deriver(schema.get("$defs", {}), bounds, whole=whole).derive(schema)
     except KeyError as missing:  # a reference to no entry of `$defs`: only a user's says so
         raise UnusableSchema(
             f"{name}: no decoding profile: the reference {missing.args[0]!r} names no entry of "
@@ -158,12 +164,19 @@ class Deriver:
     """
 
     def __init__(
-        self, definitions: dict[str, Any], bounds: Bounds, text_pattern: str | None = None
+        self,
+        definitions: dict[str, Any],
+        bounds: Bounds,
+        text_pattern: str | None = None,
+        *,
+        whole: bool = False,
     ) -> None:
         self.definitions = definitions
         self.bounds = bounds
         self.text_pattern = text_pattern
         "A pattern for every string the contract leaves free."
+        self.whole = whole
+        "Whether required fields marked `x-decoding: omit` are written all the same."
 
     def derive(self, node: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in node:
@@ -198,10 +211,11 @@ class Deriver:
     def object(self, node: dict[str, Any]) -> dict[str, Any]:
         properties = node.get("properties")
         if properties is not None:
+            required = set(node.get("required", ())) if self.whole else set()
             kept = {
                 name: self.derive(sub)
                 for name, sub in properties.items()
-                if sub.get("x-decoding") != "omit"
+                if sub.get("x-decoding") != "omit" or name in required
             }
             out = {**node, "properties": kept, "additionalProperties": False}
             out["required"] = [name for name in node.get("required", ()) if name in kept]

@@ -49,7 +49,9 @@ from .writer import Writer
 
 __all__ = [
     "FAMILY_ATTEMPTS",
+    "KEPT_REFUSALS",
     "PROFILE_BOUNDS",
+    "ROLES",
     "SHOWN_ANSWER",
     "SHOWN_VIOLATIONS",
     "AttemptWatcher",
@@ -73,6 +75,10 @@ SHOWN_ANSWER = 4000
 "Characters of a refused answer kept in its `Attempt` and shown back to the model."
 SHOWN_VIOLATIONS = 20
 "Violations of a refused answer shown back to the model; the rest are counted."
+ROLES = ("system", "user", "assistant")
+"The roles a message may have."
+KEPT_REFUSALS = 2
+"Refused answers kept in the conversation, each with its violations: the most recent ones."
 
 PROFILE_BOUNDS = Bounds()
 "The decoding profile's bounds where a contract sets none, unless `write` is given others."
@@ -130,7 +136,7 @@ def decoding_schema(contract: AnyContract, bounds: Bounds = PROFILE_BOUNDS) -> d
     either way.
     """
     try:
-        return contract_profile(contract, bounds)
+        return contract_profile(contract, bounds, whole=True)
     except UnusableSchema:
         return contract_schema(contract)
 
@@ -148,6 +154,11 @@ def first_messages(contract: AnyContract, messages: str | Sequence[Message]) -> 
     for message in given:
         if not isinstance(message, dict) or not {"role", "content"} <= message.keys():
             raise TypeError("each message is a dict with a role and a content")
+        if message["role"] not in ROLES or not isinstance(message["content"], str):
+            raise ValueError(
+                f"a message's role is one of {', '.join(ROLES)} and its content a string, "
+                f"not {message['role']!r}"
+            )
     if any(message["role"] == "system" for message in given):
         return given
     name = contract_name(contract)
@@ -259,6 +270,11 @@ async def write_checked(
                     async for piece in stream:
                         pieces.append(piece.text)
                         tokens += piece.tokens
+                        if budget.tokens is not None and spent + tokens > budget.tokens:
+                            # A server may write past the `max_tokens` it was sent: the
+                            # answer is cut here, where the budget ends.
+                            refused = Violations([Violation("", _past_the_token_budget)])
+                            break
                         if on_text is not None:
                             await on_text(piece.text, tokens)
             except GenerationFailed as failure:
@@ -286,7 +302,12 @@ async def write_checked(
                     attempts,
                 )
             if refused is None:
-                conversation += [
+                # The last refusals only: a long run of them would make every request
+                # longer than the one before, up to what the model's context holds.
+                kept = conversation[len(messages) :][-2 * (KEPT_REFUSALS - 1) :]
+                conversation = [
+                    *messages,
+                    *kept,
                     {"role": "assistant", "content": shown},
                     {"role": "user", "content": refusal_message(judged)},
                 ]
@@ -299,6 +320,9 @@ async def write_checked(
     raise WriteFailed(
         f"no answer was accepted in {_count(attempts)}: {_last_reason(attempts)}", attempts
     )
+
+
+_past_the_token_budget = "the answer went past the token budget, and was cut there"
 
 
 FAMILY_ATTEMPTS = 2
@@ -420,12 +444,41 @@ def contract_judge(contract: AnyContract, check: Check | None) -> Judge[Any]:
         except MalformedJSON as error:
             return Violations([Violation("", str(error))])
         if check is not None:
-            found = Violations(list(check(value)))
+            # In a thread: a slow check is stopped by the time budget (abandoned,
+            # its answer never used) and never holds the other tasks back.
+            found = await trio.to_thread.run_sync(_checked, check, value, abandon_on_cancel=True)
             if found:
                 return found
         return value
 
     return judge
+
+
+def _checked(check: Check, value: Any) -> Violations:
+    """What `check` says of `value`: at most MAX_VIOLATIONS + 1 violations are read.
+
+    Raises TypeError, naming the check, when it returns something other than
+    an iterable of Violation (None is no violation).
+    """
+    from ..core.errors import MAX_VIOLATIONS
+
+    said = check(value)
+    if said is None:
+        return Violations()
+    name = getattr(check, "__name__", "check")
+    try:
+        found = list(islice(iter(said), MAX_VIOLATIONS + 1))
+    except TypeError:
+        raise TypeError(
+            f"the check {name} returned {type(said).__name__}, not an iterable of Violation"
+        ) from None
+    for item in found:
+        if not isinstance(item, Violation):
+            raise TypeError(
+                f"the check {name} returned a {type(item).__name__} among its violations: "
+                "return Violation(pointer, message) for each"
+            )
+    return Violations(found[:MAX_VIOLATIONS], complete=len(found) <= MAX_VIOLATIONS)
 
 
 @overload
@@ -528,6 +581,12 @@ def write(
     """
     if attempts is not None:
         budget = Budget(attempts, budget.tokens, budget.seconds)
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens is 0 (no limit) or more, not {max_tokens}")
+    if not callable(getattr(writer, "stream_chat", None)):
+        raise TypeError(
+            f"writer is a loaded model or server (load_writer), not {type(writer).__name__}"
+        )
     conversation = first_messages(contract, messages)
     schema = decoding_schema(contract, bounds)
     judge = contract_judge(contract, check)
@@ -673,4 +732,8 @@ def write_sync(
             on_attempt=on_attempt,
         )
 
-    return trio.run(written)
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return trio.run(written)
+    raise RuntimeError("write_sync starts a trio run of its own: inside one, await write(...)")
