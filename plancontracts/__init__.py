@@ -81,6 +81,9 @@ _EXPORTS = {
     "Limits": "runtime.engine.limits",
     "check_plan": "runtime.engine.checks",
     "execute_plan": "runtime.engine.executor",
+    "execute_streamed": "runtime.engine.streamed",
+    "PlanHeader": "runtime.engine.streamed",
+    "Refusal": "runtime.engine.streamed",
     "bundled_skills": "runtime.engine.skills",
     "discover_skills": "runtime.engine.skills",
     "SkillSet": "runtime.engine.skills",
@@ -104,8 +107,10 @@ __all__ = [
     "OutOfTime",
     "Partial",
     "PlanContractsError",
+    "PlanHeader",
     "ProfileBug",
     "ProtocolViolation",
+    "Refusal",
     "Rules",
     "ScriptFailure",
     "ServerFailed",
@@ -132,6 +137,7 @@ __all__ = [
     "decode",
     "discover_skills",
     "execute_plan",
+    "execute_streamed",
     "from_asyncio",
     "load_contracts",
     "load_writer",
@@ -186,6 +192,7 @@ if TYPE_CHECKING:
     from .runtime.engine.executor import execute_plan
     from .runtime.engine.limits import Limits
     from .runtime.engine.skills import SkillSet, bundled_skills, discover_skills
+    from .runtime.engine.streamed import PlanHeader, Refusal, execute_streamed
     from .runtime.model.choice import ModelChoice, load_writer
     from .runtime.model.resolution import ServerSettings
     from .runtime.model.writing import Budget, Partial, write, write_sync
