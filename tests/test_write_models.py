@@ -19,7 +19,15 @@ import trio
 from commands import cli
 from local_servers import Reply, conforming, model_server
 
-from plancontracts import Attempt, Violation, load_contracts, write
+from plancontracts import (
+    Attempt,
+    ServerSettings,
+    Violation,
+    WriteFailed,
+    contract_names,
+    load_contracts,
+    write,
+)
 from plancontracts.runtime.model import LocalModel
 
 RECIPE = {
@@ -252,3 +260,29 @@ CTRL_C_AS_A_TERMINAL = (
     "raise SystemExit(main(sys.argv[1:]))\n"
 )
 "The console script, with Ctrl-C as from a terminal (a suite in the background ignores it)."
+
+
+@pytest.mark.slow  # the simplest document of 38 profiles is found once each
+@pytest.mark.parametrize("contract", contract_names())
+def test_every_bundled_contract_is_written_under_a_profile_its_schema_accepts(
+    contract: str,
+) -> None:
+    """A server keeping to the profile writes a document the contract's schema accepts.
+
+    Only the family's rules beyond the schema, which no profile holds, may
+    refuse the simplest such document.
+    """
+    from plancontracts.runtime.model.served import ServedModel
+
+    with model_server(conforming) as server:
+        served = ServedModel.connect(ServerSettings(server.url), say=lambda line: None)
+
+        async def written() -> Any:
+            return await write(contract, "Write one", writer=served, attempts=1)
+
+        try:
+            trio.run(written)
+        except WriteFailed as failure:
+            (attempt,) = failure.attempts
+            beyond = [v for v in attempt.violations if v.keyword is None]
+            assert beyond == list(attempt.violations), attempt.violations
