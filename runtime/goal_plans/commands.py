@@ -43,6 +43,7 @@ from ..commandkit import (
 )
 from ..commandkit.extras import missing_extra, require_extra
 from ..commandkit.options import uses_server
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
@@ -130,13 +131,21 @@ def _planner(args: argparse.Namespace, command: str) -> GoalPlanner:
         return GoalPlanner(say=say)
 
     from ..model.choice import load_first_writer
+    from ..model.writer import Writer
 
-    return GoalPlanner(
-        load=partial(load_first_writer, model_choice(args), say=say), say=say, seed=args.seed
-    )
+    def load() -> Writer | None:
+        with current_progress().doing("loading the model"):
+            return load_first_writer(model_choice(args), say=say)
+
+    return GoalPlanner(load=load, say=say, seed=args.seed)
 
 
 def _simulate(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("goals simulate", out):
+        return _simulate_with(args, out)
+
+
+def _simulate_with(args: argparse.Namespace, out: Output) -> int:
     try:
         script = opened(args.script)
     except OSError as error:
@@ -203,6 +212,11 @@ def _error(violations: tuple[Violation, ...]) -> dict[str, Any]:
 
 
 def _plan(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("goals plan", out):
+        return _plan_with(args, out)
+
+
+def _plan_with(args: argparse.Namespace, out: Output) -> int:
     try:
         if not args.goal.strip():
             raise UsageError("GOAL: is blank")

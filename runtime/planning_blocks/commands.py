@@ -45,6 +45,7 @@ from ..commandkit import (
     violations_as_json,
     writer_extra,
 )
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.contracts import root_type
 from ..core.errors import (
     ContractError,
@@ -161,6 +162,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _think(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("think", out):
+        return _think_with(args, out)
+
+
+def _think_with(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "think")
     from ..model.choice import load_writer
     from .agent import Thinker
@@ -190,7 +196,8 @@ def _think(args: argparse.Namespace, out: Output) -> int:
                     status = EXIT_INVALID
                     continue
             if thinker is None:
-                writer = load_writer(model_choice(args), needs="planning blocks need one")
+                with current_progress().doing("loading the model"):
+                    writer = load_writer(model_choice(args), needs="planning blocks need one")
                 thinker = Thinker(writer)
             think = partial(
                 thinker.think, situation, args.mode, abilities=abilities, seed=args.seed

@@ -35,6 +35,7 @@ from ..commandkit import (
     user_text,
     writer_extra,
 )
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.errors import GenerationFailed, UsageError
 from ..core.sessions import ToolCall
 from .prompts import PlanningStrategy, planning_section, tool_definitions
@@ -148,6 +149,11 @@ def _run(args: argparse.Namespace, out: Output) -> int:
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("session drive", out):
+        return _drive_with(args, out)
+
+
+def _drive_with(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "session drive")
     from ..model.choice import load_writer
     from .agent import Drive, Driver, checked_objective
@@ -156,13 +162,17 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
         objective = checked_objective(args.objective)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    driver = Driver(load_writer(model_choice(args), needs="a drive needs one"))
+    progress = current_progress()
+    with progress.doing("loading the model"):
+        driver = Driver(load_writer(model_choice(args), needs="a drive needs one"))
     drive = Drive(objective)
+    progress.call(1, args.max_calls)
 
     def printed(call: ToolCall[SessionPlan | None]) -> None:
         record = {"call": len(drive.calls), **outcome(call.result), "arguments": call.arguments}
         out.write(msgspec.json.encode(record).decode() + "\n")
         out.flush()  # each call shows as it is made
+        progress.call(len(drive.calls) + 1, args.max_calls)
 
     work = partial(
         driver.drive,

@@ -50,6 +50,7 @@ from ..commandkit import (
     user_text,
     writer_extra,
 )
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.errors import (
     MAX_VIOLATIONS,
     ContractError,
@@ -313,9 +314,15 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _build(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("story build", out):
+        return _build_with(args, out)
+
+
+def _build_with(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "story build")
     from ..model.choice import load_writer
-    from .agent import Builder, checked_premise
+    from .agent import SPARE_CALLS, Builder, checked_premise
+    from .profiles import LOCATIONS, pipeline_length
 
     try:
         premise = checked_premise(args.premise)
@@ -331,14 +338,22 @@ def _build(args: argparse.Namespace, out: Output) -> int:
             except StoreError as error:
                 raise UsageError(str(error)) from None
         session = DraftSession(store=store, packages=args.out)
-        builder = Builder(load_writer(model_choice(args), needs="a story build needs one"))
+        progress = current_progress()
+        with progress.doing("loading the model"):
+            builder = Builder(load_writer(model_choice(args), needs="a story build needs one"))
         made: list[ToolCall[StoryDraft]] = []
+        # The build's own bound when --max-calls is not given (`Builder.build`).
+        calls = args.max_calls
+        if calls is None:
+            calls = pipeline_length(args.acts, LOCATIONS[0]) + SPARE_CALLS
+        progress.call(1, calls)
 
         def printed(call: ToolCall[StoryDraft]) -> None:
             made.append(call)
             record = {"call": len(made), **outcome(call.result), "arguments": call.arguments}
             out.write(msgspec.json.encode(record).decode() + "\n")
             out.flush()  # each call shows as it is made
+            progress.call(len(made) + 1, calls)
 
         work = partial(
             builder.build,

@@ -43,6 +43,7 @@ from ..commandkit import (
     user_text,
     writer_extra,
 )
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.errors import ContractError, StreamError, UsageError, Violation, Violations, printable
 from ..core.validation import decode
 from ..engine.limits import MAX_GENERATIONS
@@ -188,6 +189,11 @@ def _read_plan(name: str) -> Plan | Violations:
 
 
 def _plan(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("plan", out):
+        return _plan_with(args, out)
+
+
+def _plan_with(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "plan")
     stdin_at_most_once(args.inputs)
     for text in args.inputs:
@@ -260,7 +266,7 @@ async def _plan_at_once(
 def _play(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "play")
     standard_input()  # closed: say so before the model loads
-    with _attempt_log(args.log) as log:
+    with _attempt_log(args.log) as log, showing_progress("play", out):
         return _play_with(args, out, log)
 
 
@@ -369,7 +375,9 @@ def _planner(args: argparse.Namespace) -> Planner:
     from ..model.choice import load_first_writer
     from .agent import Planner
 
-    return Planner(load_first_writer(model_choice(args)), _skills(args))
+    with current_progress().doing("loading the model"):
+        writer = load_first_writer(model_choice(args))
+    return Planner(writer, _skills(args))
 
 
 def _skills(args: argparse.Namespace) -> SkillSet:
