@@ -356,7 +356,7 @@ def test_leaving_a_stream_early_stops_the_writing(recipes: ContractSet) -> None:
 def test_a_reader_that_fails_closes_the_writers_stream_at_once(recipes: ContractSet) -> None:
     writer = ScriptedWriter([text(GOOD)], piece=1)
 
-    async def on_text(text: str, tokens: int) -> None:
+    async def on_text(text: str, tokens: int, attempt: int) -> None:
         raise RuntimeError("the reader failed")
 
     async def written() -> Any:

@@ -229,7 +229,7 @@ async def write_checked(
     max_tokens: int = 0,
     seed: int | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
-    on_text: Callable[[str, int], Awaitable[None]] | None = None,
+    on_text: Callable[[str, int, int], Awaitable[None]] | None = None,
 ) -> _T:
     """Ask `writer` under `schema` until `judge` accepts an answer or `budget` is spent.
 
@@ -237,8 +237,9 @@ async def write_checked(
     (`refusal_message`) and asked again. `max_tokens` bounds one answer (0:
     what the context or server leaves), and the token budget what is left
     of it. `on_attempt` hears of every attempt as it ends, accepted or not;
-    `on_text` is awaited with each piece of an answer as it arrives and the
-    tokens so far (a new attempt starts again from nothing). A writer's
+    `on_text` is awaited with each piece of an answer as it arrives, the
+    tokens so far and the attempt's number (a new attempt starts again from
+    nothing). A writer's
     failure (no answer at all: GenerationFailed, ServerFailed) is an
     attempt refused with one violation at the document's root. Raises
     WriteFailed, with every attempt, when the budget is spent.
@@ -276,7 +277,7 @@ async def write_checked(
                             refused = Violations([Violation("", _past_the_token_budget)])
                             break
                         if on_text is not None:
-                            await on_text(piece.text, tokens)
+                            await on_text(piece.text, tokens, number)
             except GenerationFailed as failure:
                 refused = Violations([Violation("", f"no answer: {failure}")])
             finally:
@@ -341,6 +342,7 @@ async def write_under_profile(
     say: Callable[[str], None],
     who: str,
     attempts: int = FAMILY_ATTEMPTS,
+    on_text: Callable[[str, int, int], Awaitable[None]] | None = None,
 ) -> _T:
     """How the families' generators write: under their own profile, re-asked when refused.
 
@@ -351,6 +353,7 @@ async def write_under_profile(
     refusal is said in one line, starting with `who` (`think`). Raises
     WriteFailed, a GenerationFailed, when `attempts` answers were refused:
     the generator then falls back as it did before there was a re-ask.
+    `on_text` hears each piece as `write_checked` says.
     """
     from ..core.errors import ProfileBug
     from ..core.jsontext import parse
@@ -388,6 +391,7 @@ async def write_under_profile(
         max_tokens=max_tokens,
         seed=seed,
         on_attempt=said,
+        on_text=on_text,
     )
 
 
@@ -635,7 +639,7 @@ async def _streamed(
         if on_attempt is not None:
             on_attempt(attempt)
 
-    async def on_text(text: str, tokens: int) -> None:
+    async def on_text(text: str, tokens: int, attempt: int) -> None:
         if state.parser is None:  # the first piece of an attempt
             state.parser, state.attempt, state.held = PartialJSON(), state.attempt + 1, False
             state.sent = b""

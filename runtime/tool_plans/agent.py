@@ -18,12 +18,14 @@ answered by the pattern planner, so `plan` always returns a plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from ...generated.tool_plans import Plan
-from ..core.errors import GenerationFailed, ProfileBug
+import msgspec
+
+from ...generated.tool_plans import Plan, ToolInvocation
+from ..core.errors import GenerationFailed, MalformedJSON, ProfileBug
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
 from ..model.writing import write_under_profile
@@ -38,7 +40,7 @@ from .choosing import (
     skill_names,
 )
 from .patterns import pattern_plan
-from .profiles import MAX_TOOLS, plan_profile
+from .profiles import MAX_TOOLS, PlanProfile, plan_profile
 from .prompts import narrator_messages
 
 __all__ = ["Choosing", "Planner"]
@@ -83,6 +85,8 @@ class Planner:
         parent_plan_id: str | None = None,
         seed: int | None = None,
         failures: Sequence[str] = (),
+        on_entry: Callable[[ToolInvocation], Awaitable[None]] | None = None,
+        request_id: str | None = None,
     ) -> Plan:
         """A plan for `player_input` that passes the contract and the executor's checks.
 
@@ -93,6 +97,13 @@ class Planner:
         model's plan that fails, or that the contract refuses, is said in one
         line and answered by the patterns. Raises TypeError when `disabled`
         is one string.
+
+        `on_entry` is awaited with each tool of the model's first answer as
+        soon as its entry is written whole, before the plan ends (what
+        `narrator.play_turn` starts tools with); the plan returned may still
+        be another (a refused answer's replacement, or the patterns'), so
+        the caller compares. `request_id` is the plan's, when the caller
+        chose it beforehand.
         """
         off = sorted(skill_names(disabled))
         if self.writer is not None:
@@ -106,6 +117,8 @@ class Planner:
                     parent_plan_id,
                     seed,
                     failures,
+                    on_entry,
+                    request_id,
                 )
             except GenerationFailed as failure:
                 self.say(f"planner: the model failed ({failure}); planning with patterns")
@@ -164,6 +177,8 @@ class Planner:
         parent_plan_id: str | None,
         seed: int | None,
         failures: Sequence[str],
+        on_entry: Callable[[ToolInvocation], Awaitable[None]] | None,
+        request_id: str | None,
     ) -> Plan:
         choice = await self.choose(player_input, disabled=off, seed=seed)
         narrators = {script.tool_path for script in narration_scripts(self.skills, off)}
@@ -203,6 +218,7 @@ class Planner:
                 document,
                 generation=generation,
                 parent_plan_id=parent_plan_id,
+                request_id=request_id,
                 choice=chose.record(),
             )
 
@@ -218,4 +234,43 @@ class Planner:
             accept=accept,
             say=self.say,
             who="planner",
+            on_text=None if on_entry is None else _entries_as_written(profile, on_entry),
         )
+
+
+def _entries_as_written(
+    profile: PlanProfile, on_entry: Callable[[ToolInvocation], Awaitable[None]]
+) -> Callable[[str, int, int], Awaitable[None]]:
+    """What reads the first answer as it is written, handing each whole tool to `on_entry`.
+
+    Only the first answer: the tools of a refused one may already run, and
+    its replacement is the caller's to compare. An entry is handed over once
+    it is closed (`PartialJSON.complete`), as the plan's tool it stands for.
+    """
+    from ..core.partial import PartialJSON
+
+    parser = PartialJSON()
+    handed = 0
+    broken = False
+
+    async def on_text(text: str, tokens: int, attempt: int) -> None:
+        nonlocal handed, broken
+        if attempt != 1 or broken:
+            return
+        try:
+            parser.feed(text)
+        except MalformedJSON:
+            broken = True  # judged, and refused, when the answer ends
+            return
+        written = parser.value
+        while isinstance(written, dict) and parser.complete(("tools", handed)):
+            entry = profile.entry(handed + 1, written["tools"][handed])
+            handed += 1
+            try:
+                tool = msgspec.convert(entry, ToolInvocation)
+            except msgspec.ValidationError:
+                broken = True  # the whole answer is refused at its end
+                return
+            await on_entry(tool)
+
+    return on_text

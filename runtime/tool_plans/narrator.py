@@ -19,6 +19,7 @@ failed tools, and planning and execution times.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,11 +36,13 @@ from ...generated.tool_plans import (
     PlanAttempt,
     PlanMetadata,
     SkillChoice,
+    ToolInvocation,
 )
 from ..core.templates import template
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
 from ..engine.skills import SkillSet
+from .agent import Planner
 from .choosing import NARRATION_CAPABILITY
 from .patterns import echo_narrative
 from .prompts import what_failed
@@ -152,23 +155,21 @@ async def play_turn(
     failures: list[str] = []
     for generation in range(1, max_generations + 1):
         started = time.perf_counter()
-        plan = await planner.plan(
-            player_input,
-            disabled=off,
-            state=state,
-            generation=generation,
-            parent_plan_id=parent,
-            seed=seed,
-            failures=failures,
-        )
-        planned = time.perf_counter()
-        result = await execute_plan(
-            plan,
-            skills=planner.skills,
-            limits=limits,
-            data_root=data_root,
-            on_ui_event=on_ui_event,
-        )
+        asked: dict[str, Any] = {
+            "disabled": off,
+            "state": state,
+            "generation": generation,
+            "parent_plan_id": parent,
+            "seed": seed,
+            "failures": failures,
+        }
+        ran: dict[str, Any] = {"skills": planner.skills, "limits": limits, "data_root": data_root}
+        if isinstance(planner, Planner) and planner.writer is not None:
+            plan, result, planned = await _streamed(planner, player_input, asked, ran, on_ui_event)
+        else:
+            plan = await planner.plan(player_input, **asked)
+            planned = time.perf_counter()
+            result = await execute_plan(plan, **ran, on_ui_event=on_ui_event)
         ended = datetime.now(UTC)
         attempt = Attempt(
             plan, result, planned - started, time.perf_counter() - planned, generation, ended
@@ -191,6 +192,62 @@ async def play_turn(
         if not result.can_replan:
             break
     return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)
+
+
+async def _streamed(
+    planner: Planner,
+    player_input: str,
+    asked: dict[str, Any],
+    ran: dict[str, Any],
+    on_ui_event: UiEventHandler | None,
+) -> tuple[Plan, ExecutionResult, float]:
+    """Plan and run at once: each tool starts as soon as its entry is written whole.
+
+    The tools of the model's first answer run as it writes them
+    (`execute_streamed`); when the plan the planner returns is another (the
+    answer was refused, then asked again or answered by the patterns), what
+    started is cancelled and the plan returned runs whole, as without
+    streaming. Returns the plan, its result and when the plan was whole
+    (`time.perf_counter()`).
+    """
+    import uuid
+
+    import trio
+
+    from ...generated.tool_plans import ToolError
+    from ..engine.executor import execute_plan
+    from ..engine.streamed import PlanHeader, Refusal, StreamItem, execute_streamed
+
+    header = PlanHeader(str(uuid.uuid4()), disabled_skills=tuple(asked["disabled"]))
+    send, receive = trio.open_memory_channel[StreamItem](math.inf)
+    handed: list[ToolInvocation] = []
+    outcome: list[ExecutionResult] = []
+
+    async def on_entry(tool: ToolInvocation) -> None:
+        handed.append(tool)
+        send.send_nowait(tool)
+
+    async def execute() -> None:
+        async with receive:
+            outcome.append(await execute_streamed(header, receive, **ran, on_ui_event=on_ui_event))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(execute)
+        async with send:
+            plan = await planner.plan(
+                player_input, **asked, on_entry=on_entry, request_id=header.request_id
+            )
+            planned = time.perf_counter()
+            if handed and plan.tools == handed:
+                send.send_nowait(plan)
+            else:
+                why = "the plan written as it went was replaced; the replacement runs whole"
+                send.send_nowait(
+                    Refusal(ToolError(category="invalid_plan", code="replanned", message=why))
+                )
+    if not handed or plan.tools != handed:
+        return plan, await execute_plan(plan, **ran, on_ui_event=on_ui_event), planned
+    return plan, outcome[0], planned
 
 
 def choice_line(plan: Plan) -> str:

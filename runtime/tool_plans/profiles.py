@@ -107,27 +107,37 @@ class PlanProfile:
         skill = self.skills.skills.get(alternatives[0].skill)
         return skill is not None and NARRATION_CAPABILITY in skill.manifest.capabilities
 
+    def entry(self, position: int, written: dict[str, Any]) -> dict[str, Any]:
+        """Tool `position` (from 1) of the plan, from its entry as the model wrote it.
+
+        Under a profile of chosen tools the model writes only each tool's
+        input (and its script, where a tool has several): its id is
+        `t<position>`, and it runs after the one before (a narration tool,
+        after all of them). Otherwise the entry is the plan's tool as it is.
+        """
+        if self.chosen is None:
+            return written
+        alternatives = self.chosen[position - 1]
+        earlier = [f"t{number}" for number in range(1, position)]
+        narrates = self._narrates(alternatives)
+        return {
+            "toolId": f"t{position}",
+            "toolPath": written.get("toolPath", alternatives[0].tool_path),
+            "input": written["input"],
+            "dependencies": earlier if narrates else earlier[-1:],
+            **({"required": False} if narrates else {}),
+        }
+
     def _calls(self, decoded: dict[str, Any]) -> dict[str, Any]:
         """A plan's fields from what the model wrote for chosen tools: each after the last.
 
         `decoded` is one the profile accepts: one entry for each tool of `chosen`.
         """
         assert self.chosen is not None
-        tools: list[dict[str, Any]] = []
-        for position, (alternatives, entry) in enumerate(
-            zip(self.chosen, decoded.get("tools", []), strict=True), 1
-        ):
-            earlier = [tool["toolId"] for tool in tools]
-            narrates = self._narrates(alternatives)
-            tools.append(
-                {
-                    "toolId": f"t{position}",
-                    "toolPath": entry.get("toolPath", alternatives[0].tool_path),
-                    "input": entry["input"],
-                    "dependencies": earlier if narrates else earlier[-1:],
-                    **({"required": False} if narrates else {}),
-                }
-            )
+        entries = decoded.get("tools", [])
+        if len(entries) != len(self.chosen):
+            raise ValueError(f"{len(entries)} entries for {len(self.chosen)} chosen tools")
+        tools = [self.entry(position, entry) for position, entry in enumerate(entries, 1)]
         if tools and self.narration is not None:
             tools.append(
                 {
