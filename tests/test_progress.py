@@ -332,3 +332,22 @@ def test_story_build_shows_the_call_n_of_its_bound() -> None:
     assert re.search(r"story build: writing the (arguments|tool call) · call 1 of \d+ · ", text)
     assert re.search(r"story build: writing the (arguments|tool call) · call 2 of \d+ · ", text)
     assert re.search(r"\r +\rplancontracts: interrupted\r\n$", text), text[-300:]
+
+
+@pytest.mark.process  # the command's standard error on a terminal
+def test_write_shows_its_attempts_and_says_each_refusal_above_the_line() -> None:
+    def answer(number: int, body: dict[str, Any]) -> Reply:
+        # The first answer breaks the plan's rules beyond its schema; the second is kept.
+        reply = _slowly(delay=1.0, every=0.0)(number, body)
+        return reply if number else dataclasses.replace(reply, content='{"count": 0}')
+
+    with model_server(answer) as server:
+        arguments = ["write", "plan", "Roll a die", "--server", server.url, "--attempts", "2"]
+        status, _, shown = _run(arguments)
+    text = shown.decode()
+    assert "write: writing the answer · attempt 1/2 · " in text
+    refusal = text.index("plancontracts: attempt 1 refused")
+    # The refusal is said on a line of its own, the progress line cleared before it.
+    assert re.search(r"\r +\rplancontracts: attempt 1 refused", text), text
+    assert "write: writing the answer · attempt 2/2 · " in text[refusal:]
+    assert status == 0

@@ -23,6 +23,7 @@ from ..commandkit import (
     user_text,
     writer_extra,
 )
+from ..commandkit.progress import current_progress, showing_progress
 from ..core.contracts import AnyContract
 from ..core.errors import Attempt, UsageError, Violation, WriteFailed, printable
 from ..core.validation import BUNDLED
@@ -95,6 +96,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _write(args: argparse.Namespace, out: Output) -> int:
+    with showing_progress("write", out):
+        return _write_with(args, out)
+
+
+def _write_with(args: argparse.Namespace, out: Output) -> int:
     contract, prompt = _contract_and_prompt(args)
     require_extra(writer_extra(args), "write")
     from ..model.choice import load_writer
@@ -103,7 +109,8 @@ def _write(args: argparse.Namespace, out: Output) -> int:
     messages = [] if args.system is None else [{"role": "system", "content": args.system}]
     messages.append({"role": "user", "content": prompt})
     budget = Budget(args.attempts, args.budget_tokens, args.budget_seconds)
-    writer = load_writer(model_choice(args), needs="writing a document needs one")
+    with current_progress().doing("loading the model"):
+        writer = load_writer(model_choice(args), needs="writing a document needs one")
 
     def refused(attempt: Attempt) -> None:
         if attempt.violations:
