@@ -351,3 +351,45 @@ def test_write_shows_its_attempts_and_says_each_refusal_above_the_line() -> None
     assert re.search(r"\r +\rplancontracts: attempt 1 refused", text), text
     assert "write: writing the answer · attempt 2/2 · " in text[refusal:]
     assert status == 0
+
+
+class _Terminal(io.StringIO):
+    """Standard error as a terminal says it is one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_line_is_shown_and_everything_is_put_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    with showing_progress("think") as progress:
+        assert progress.enabled
+        assert current_progress() is progress
+        assert sys.stderr is not terminal  # its lines go above the line
+    assert sys.stderr is terminal
+    assert not current_progress().enabled
+
+
+@pytest.mark.parametrize(
+    ("environ", "tqdm_installed"), [({"TQDM_DISABLE": "1"}, True), ({}, False)]
+)
+def test_tqdm_disabled_or_not_installed_leaves_a_terminal_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], tqdm_installed: bool
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    if not tqdm_installed:
+        monkeypatch.setitem(sys.modules, "tqdm", None)  # as if not installed
+    with showing_progress("think") as progress:
+        assert not progress.enabled
+        assert sys.stderr is terminal
+        progress.started(1, 2, "JSON")
+        progress.draw()
+    assert terminal.getvalue() == ""

@@ -70,6 +70,8 @@ class Progress:
         "Whether a line written above the bar is not finished yet: the bar waits for its end."
         self._writing = 0
         "Answers being written: more than one where a command writes several at once."
+        self._shown: tuple[str, int] = ("", 0)
+        "The text and width last drawn."
 
     @property
     def enabled(self) -> bool:
@@ -161,10 +163,13 @@ class Progress:
             try:
                 if self._bar is None:
                     self._bar = _line(self.stream)
-                self._bar.ncols = _width(self.stream)
-                self._bar.set_description_str(self.text(), refresh=False)
+                text, width = self.text(), _width(self.stream)
+                if self._drawn and (text, width) == self._shown:
+                    return  # the terminal shows it already
+                self._bar.ncols = width
+                self._bar.set_description_str(text, refresh=False)
                 self._bar.refresh()
-                self._drawn = True
+                self._drawn, self._shown = True, (text, width)
             except (OSError, ValueError):  # the terminal is gone: nothing more is drawn
                 self.stream = None
 
