@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import importlib
 import io
 import json
 import os
@@ -393,3 +394,21 @@ def test_tqdm_disabled_or_not_installed_leaves_a_terminal_as_it_is(
         progress.started(1, 2, "JSON")
         progress.draw()
     assert terminal.getvalue() == ""
+
+
+def test_another_tqdm_bar_has_the_line_while_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    tqdm: Any = importlib.import_module("tqdm").tqdm  # tqdm has no type hints
+
+    monkeypatch.setattr(progress_module, "DELAY", 0.0)
+    terminal = io.StringIO()
+    progress = Progress("think", terminal)
+    with progress.doing("loading the model"):
+        download = tqdm(total=10, file=io.StringIO(), desc="Phi-3.5-mini-instruct-Q4_K_M.gguf")
+        try:
+            progress.draw()
+            assert "loading the model" not in terminal.getvalue()
+        finally:
+            download.close()
+        progress.draw()
+        assert "think: loading the model" in terminal.getvalue()
+    progress.close()

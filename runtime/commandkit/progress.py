@@ -163,6 +163,10 @@ class Progress:
             try:
                 if self._bar is None:
                     self._bar = _line(self.stream)
+                if _other_bars(self._bar):
+                    # huggingface_hub's download bar: it has the line while it runs.
+                    self._hide()
+                    return
                 text, width = self.text(), _width(self.stream)
                 if self._drawn and (text, width) == self._shown:
                     return  # the terminal shows it already
@@ -234,7 +238,7 @@ def _line(stream: TextIO) -> Any:
         monitor_interval = 0  # no tqdm monitor thread: `Progress` redraws on its own tick
 
     # Never drawn by tqdm itself (`delay`): only `Progress.draw` draws, under its lock.
-    return Line(
+    line = Line(
         file=stream,
         bar_format="{desc}",
         leave=False,
@@ -242,6 +246,17 @@ def _line(stream: TextIO) -> Any:
         delay=float("inf"),
         disable=False,
     )
+    # Out of tqdm's list of bars, so that another (a model's download) takes the first row
+    # instead of the one below, and `_other_bars` sees that it runs.
+    tqdm._instances.discard(line)
+    return line
+
+
+def _other_bars(line: Any) -> bool:
+    """Whether a tqdm bar other than `line` is shown, such as a model's download."""
+    tqdm: Any = importlib.import_module("tqdm").tqdm
+    with tqdm.get_lock():
+        return any(bar is not line for bar in tqdm._instances)
 
 
 def _width(stream: TextIO) -> int:
