@@ -129,3 +129,44 @@ def test_a_refused_first_answer_runs_its_replacement_whole(
     assert [trace.tool_id for trace in attempt.result.tool_results] == ["t1", "t2"]
     assert started[0] == "t1"  # the refused answer's first tool, cancelled or done
     assert started[-2:] == ["t1", "t2"]  # then the replacement, whole
+
+
+class InPieces(WrittenWhole):
+    """Writes `document` a few characters at a time, every time it is asked."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.text = json.dumps(document)
+        self.asked = 0
+
+    async def stream_chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        *,
+        answer: str,
+        max_tokens: int,
+        seed: int | None,
+    ) -> AsyncGenerator[Piece, None]:
+        self.asked += 1
+        for start in range(0, len(self.text), 5):
+            await trio.lowlevel.checkpoint()
+            yield Piece(self.text[start : start + 5], 1)
+
+
+@pytest.mark.process
+def test_an_entry_the_executor_refuses_as_it_arrives_ends_in_the_patterns_plan() -> None:
+    # A server that ignored the profile: the dice roller's formula is not one.
+    document = a_plan_of(2)
+    document["tools"][0] = {
+        **document["tools"][0],
+        "toolPath": "skills/dice-roller/roll.py",
+        "input": {"formula": "a hundred sides"},
+    }
+    writer = InPieces(document)
+    said: list[str] = []
+    planner = Planner(writer, bundled_skills(), say=said.append, choosing="plan")
+    turn = trio.run(play_turn, "I roll", planner)
+    assert writer.asked == 2  # refused, asked again, refused: then the patterns
+    assert "planning with patterns" in said[-1]
+    (attempt,) = turn.attempts
+    assert "roll.py" in attempt.plan.tools[0].tool_path  # the patterns' plan, run whole

@@ -18,6 +18,7 @@ failed tools, and planning and execution times.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -225,7 +226,9 @@ async def _streamed(
 
     async def on_entry(tool: ToolInvocation) -> None:
         handed.append(tool)
-        send.send_nowait(tool)
+        # The executor stops reading once an entry dooms the plan: the rest is not sent.
+        with contextlib.suppress(trio.BrokenResourceError):
+            send.send_nowait(tool)
 
     async def execute() -> None:
         async with receive:
@@ -238,13 +241,12 @@ async def _streamed(
                 player_input, **asked, on_entry=on_entry, request_id=header.request_id
             )
             planned = time.perf_counter()
-            if handed and plan.tools == handed:
-                send.send_nowait(plan)
-            else:
+            end: StreamItem = plan
+            if not handed or plan.tools != handed:
                 why = "the plan written as it went was replaced; the replacement runs whole"
-                send.send_nowait(
-                    Refusal(ToolError(category="invalid_plan", code="replanned", message=why))
-                )
+                end = Refusal(ToolError(category="invalid_plan", code="replanned", message=why))
+            with contextlib.suppress(trio.BrokenResourceError):
+                send.send_nowait(end)
     if not handed or plan.tools != handed:
         return plan, await execute_plan(plan, **ran, on_ui_event=on_ui_event), planned
     return plan, outcome[0], planned
