@@ -70,6 +70,9 @@ class _TwoAnswers:
     async def write_chat(self, *args: Any, **options: Any) -> dict[str, Any]:
         raise AssertionError("the loop streams its answers")
 
+    def refused(self) -> None:
+        pass
+
     async def stream_chat(self, *args: Any, **options: Any) -> Any:
         text = self.answers.pop(0)
         for start in range(0, len(text), 4):

@@ -139,6 +139,7 @@ def test_a_refused_plan_is_never_used_the_planner_answers_with_patterns() -> Non
     assert "formula" in said[-2]
     assert "planning with patterns" in said[-1]
     assert len(server.requests) == 2
+    assert (served.counts.answers, served.counts.refused) == (2, 2)
 
 
 def test_a_refused_plan_is_asked_again_with_its_violations_and_the_answer_used() -> None:

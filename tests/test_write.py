@@ -74,6 +74,7 @@ class ScriptedWriter:
         self.limits: list[int] = []
         self.schemas: list[dict[str, Any]] = []
         self.closed = 0
+        self.refusals = 0
 
     async def write_chat(
         self,
@@ -85,6 +86,9 @@ class ScriptedWriter:
         seed: int | None,
     ) -> dict[str, Any]:
         raise AssertionError("write streams its answers")
+
+    def refused(self) -> None:
+        self.refusals += 1
 
     async def stream_chat(
         self,
@@ -155,6 +159,7 @@ def test_a_refused_answer_is_asked_again_with_its_violations(recipes: ContractSe
     seen: list[Attempt] = []
     assert run(recipes["recipe"], writer, on_attempt=seen.append) == GOOD
     assert [attempt.number for attempt in seen] == [1, 2]
+    assert writer.refusals == 1
     assert {v.pointer for v in seen[0].violations} == {"/serves", "/steps/0"}
     assert not seen[1].violations
     second = writer.asked[1]

@@ -42,3 +42,6 @@ class WrittenWhole:
             messages, schema, answer=answer, max_tokens=max_tokens, seed=seed
         )
         yield Piece(json.dumps(written), 1)
+
+    def refused(self) -> None:
+        """A refused answer: nothing to count."""

@@ -151,6 +151,9 @@ class LocalModel:
             async for piece in pieces:
                 yield piece
 
+    def refused(self) -> None:
+        """An answer was refused: nothing is counted for a local model (see `Writer`)."""
+
     def generator(self, schema: dict[str, Any]) -> Any:
         """The compiled constraint for `schema`, built on first use and then reused."""
         from outlines.backends.llguidance import LLGuidanceBackend

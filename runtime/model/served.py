@@ -88,7 +88,7 @@ class Counts:
     answers: int = 0
     "Documents the server answered with."
     refused: int = 0
-    "Of them, those the profile did not accept: refused, never used."
+    "Of them, those refused (by the profile, the contract or a caller's check), never used."
 
 
 _PASSWORD = re.compile(r"(//[^/@:]*:)[^/@]*@")
@@ -272,7 +272,8 @@ class ServedModel:
         `write_chat`'s are, but only before the first piece), the stream
         breaks off, says an error, or is not server-sent events of chat
         chunks. Closing the generator or cancelling its reader closes the
-        connection, which tells the server to stop.
+        connection, which tells the server to stop. A whole answer counts in
+        `counts.answers`; one its caller refuses, in `counts.refused` (`refused`).
         """
         body = self._body(messages, schema, max_tokens=max_tokens, seed=seed, stream=True)
         body["stream_options"] = {"include_usage": True}
@@ -286,6 +287,10 @@ class ServedModel:
                     yield piece
         finally:
             limiter.release_on_behalf_of(place)
+
+    def refused(self) -> None:
+        """Count an answer `stream_chat` gave that its caller refused (`counts.refused`)."""
+        self.counts.refused += 1
 
     def _body(
         self,

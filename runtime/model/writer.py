@@ -99,6 +99,14 @@ class Writer(Protocol):
         """
         ...
 
+    def refused(self) -> None:
+        """Told that an answer `stream_chat` gave was refused by whoever judged it.
+
+        A server's client counts it (`ServedModel.counts.refused`); a local
+        model has nothing to count.
+        """
+        ...
+
 
 _watchers: ContextVar[tuple[Callable[[int], None], ...]] = ContextVar(
     "plancontracts_token_watchers", default=()

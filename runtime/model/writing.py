@@ -292,6 +292,8 @@ async def write_checked(
                 if on_attempt is not None:
                     on_attempt(Attempt(number, tokens, seconds, Violations(), shown))
                 return judged
+            if refused is None:  # an answer, refused: a server's client counts it
+                writer.refused()
             attempt = Attempt(number, tokens, seconds, judged, shown)
             attempts.append(attempt)
             if on_attempt is not None:
