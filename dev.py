@@ -9,7 +9,8 @@
                                      # JSON-Schema-Test-Suite), user_schema (a 2 MB schema
                                      # loaded, validated, generated), asyncio_bridge
                                      # (trio code awaited from asyncio), streaming (a
-                                     # document read as written) (default: all)
+                                     # document read as written), streamed_plans (tools
+                                     # started while the plan is written) (default: all)
     python3 dev.py setup   # only set up
     python3 dev.py lock    # resolve the newest versions pyproject.toml allows into
                            # constraints.txt, then set up with them
@@ -64,6 +65,7 @@ BENCHMARKS = (
     "user_schema",
     "asyncio_bridge",
     "streaming",
+    "streamed_plans",
 )
 
 

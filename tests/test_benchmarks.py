@@ -158,3 +158,14 @@ def test_the_streaming_benchmark_reads_its_document_whole_every_way() -> None:
     rows = load("streaming").measure(sizes=(0.02,), repeats=1)
     assert [row.way for row in rows] == ["msgspec", "1 char", "16 chars"]
     assert all(15_000 < row.characters < 25_000 and row.peak > 0 for row in rows)
+
+
+def test_the_streamed_plans_benchmark_has_skills_that_take_time_and_cues_its_inputs_call() -> None:
+    from plancontracts.runtime.engine.skills import discover_skills
+    from plancontracts.runtime.tool_plans.choosing import choose_by_cues
+
+    streamed = load("streamed_plans")
+    skills = discover_skills([streamed.SKILLS])
+    assert not skills.problems
+    chosen = [len(choose_by_cues(text, skills, []).chosen) for text in streamed.INPUTS]
+    assert sum(count >= 3 for count in chosen) >= 5  # plans of three or more tools to compare
