@@ -17,7 +17,8 @@ the same seed, so the model writes the same plan both ways:
 For each it measures the time to the first tool's start and to the end of
 the turn, and when the plan was whole. Targets: the first tool starts
 before the plan is whole on at least 80% of the plans of two or more tools,
-and the turn ends at least 25% sooner on plans of three or more tools. Prints peak RSS; exits 1 when a target is missed.
+and the turn ends at least 25% sooner on plans of three or more tools.
+Prints peak RSS; exits 1 when a target is missed.
 """
 
 from __future__ import annotations
