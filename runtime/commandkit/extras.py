@@ -18,9 +18,9 @@ from .options import uses_server
 __all__ = ["EXTRAS", "missing_extra", "missing_modules", "require_extra", "writer_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2"),
+    "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2", "tqdm"),
     "codegen": ("datamodel_code_generator", "ruff"),
-    "served": ("httpx",),
+    "served": ("httpx", "tqdm"),
 }
 """Each extra a command can need, and the top-level modules its distributions install.
 
