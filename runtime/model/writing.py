@@ -583,7 +583,9 @@ def write(
 
     Raises WriteFailed (every attempt's violations in `.attempts`) when the
     budget is spent, UnknownContractError for an unknown name, TypeError for
-    a message that is not a dict with a role and a content.
+    a message that is not a dict with a role and a content or a writer that
+    is none, ValueError for another role or `max_tokens` below 0; a `check`
+    that raises raises through `write`.
     """
     if attempts is not None:
         budget = Budget(attempts, budget.tokens, budget.seconds)
