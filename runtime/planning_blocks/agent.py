@@ -25,7 +25,6 @@ from typing import Any
 
 from ...generated.planning_blocks import PlanningBlock
 from ..model.writer import Writer, say_on_stderr
-from ..model.writing import write_under_profile
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -86,6 +85,9 @@ class Thinker:
         writes no document that is accepted, after one re-ask; ValueError
         for an empty situation or a score out of bounds.
         """
+        # Here, not at the top: every command imports the agents, and the loop brings trio.
+        from ..model.writing import write_under_profile
+
         mode, text = mode_of(situation, mode)
         if not text:
             raise ValueError("the situation is empty")

@@ -28,7 +28,6 @@ from ..core.errors import ContractError, ProfileBug
 from ..core.sessions import ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
-from ..model.writing import write_under_profile
 from .profiles import call_profile, checked_objective
 from .prompts import PlanningStrategy, drive_messages
 from .session import PlanSession
@@ -83,6 +82,9 @@ class Driver:
         call that is accepted, after one re-ask with its violations (the
         prompt outgrew the model's context, say).
         """
+        # Here, not at the top: every command imports the agents, and the loop brings trio.
+        from ..model.writing import write_under_profile
+
         objective = checked_objective(objective)
         if max_calls < 1:
             raise ValueError(f"a drive makes at least 1 call, not {max_calls}")

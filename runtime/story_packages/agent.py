@@ -60,7 +60,6 @@ from ..core.plain_text import given_text
 from ..core.sessions import CallResult, ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
-from ..model.writing import write_under_profile
 from .profiles import (
     LOCATIONS,
     MAX_ACTS,
@@ -178,6 +177,9 @@ class Builder:
         """Write `step`'s call (with the model, unless the code fills it all), check it, make it."""
         written: dict[str, Any] = {}
         if step.written:
+            # Here, not at the top: every command imports the agents, and the loop brings trio.
+            from ..model.writing import write_under_profile
+
             messages = build_messages(build.premise, step, build.session.draft, refused)
             answer = "Arguments JSON" if len(step.choices) == 1 else "Tool call JSON"
             written = await write_under_profile(

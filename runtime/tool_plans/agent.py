@@ -28,7 +28,6 @@ from ...generated.tool_plans import Plan, ToolInvocation
 from ..core.errors import GenerationFailed, MalformedJSON, ProfileBug
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
-from ..model.writing import write_under_profile
 from .choosing import (
     CUE_STEPS,
     Choice,
@@ -180,6 +179,9 @@ class Planner:
         on_entry: Callable[[ToolInvocation], Awaitable[None]] | None,
         request_id: str | None,
     ) -> Plan:
+        # Here, not at the top: every command imports the agents, and the loop brings trio.
+        from ..model.writing import write_under_profile
+
         choice = await self.choose(player_input, disabled=off, seed=seed)
         narrators = {script.tool_path for script in narration_scripts(self.skills, off)}
         chosen: list[Chosen] | None = None
