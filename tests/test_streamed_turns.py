@@ -48,6 +48,20 @@ def a_plan_of(tools: int) -> dict[str, Any]:
     return found
 
 
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The id of each tool, in the order the executor starts them, during the test."""
+    began: list[str] = []
+    run_tool = tool_attempts.ToolAttempts.run_tool
+
+    async def watched(self: Any, run: Any) -> None:
+        began.append(run.call.tool_id)
+        await run_tool(self, run)
+
+    monkeypatch.setattr(tool_attempts.ToolAttempts, "run_tool", watched)
+    return began
+
+
 class WaitingForTheFirstTool(WrittenWhole):
     """Writes `document`, pausing after its first tool's entry until a tool has started."""
 
@@ -77,17 +91,7 @@ class WaitingForTheFirstTool(WrittenWhole):
 
 
 @pytest.mark.process  # the tools are scripts
-def test_a_tool_starts_before_the_model_has_written_the_whole_plan(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    started: list[str] = []
-    run_tool = tool_attempts.ToolAttempts.run_tool
-
-    async def watched(self: Any, run: Any) -> None:
-        started.append(run.call.tool_id)
-        await run_tool(self, run)
-
-    monkeypatch.setattr(tool_attempts.ToolAttempts, "run_tool", watched)
+def test_a_tool_starts_before_the_model_has_written_the_whole_plan(started: list[str]) -> None:
     document = a_plan_of(2)
     writer = WaitingForTheFirstTool(document, started)
     planner = Planner(writer, bundled_skills(), say=lambda line: None, choosing="plan")
@@ -100,17 +104,7 @@ def test_a_tool_starts_before_the_model_has_written_the_whole_plan(
 
 
 @pytest.mark.process
-def test_a_refused_first_answer_runs_its_replacement_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    started: list[str] = []
-    run_tool = tool_attempts.ToolAttempts.run_tool
-
-    async def watched(self: Any, run: Any) -> None:
-        started.append(run.call.tool_id)
-        await run_tool(self, run)
-
-    monkeypatch.setattr(tool_attempts.ToolAttempts, "run_tool", watched)
+def test_a_refused_first_answer_runs_its_replacement_whole(started: list[str]) -> None:
     good = a_plan_of(2)
     bad = {**good, "unasked": 7}  # refused when the answer ends, after its first tool started
     answers = [bad, good]
