@@ -27,6 +27,7 @@ from plancontracts.runtime.core.schema_tree import (
     constant_name,
     is_generated_package,
     module_name,
+    version_of,
 )
 
 OWN_IDS = "https://plancontracts.dev/schemas/"
@@ -37,10 +38,10 @@ of schemas/ generates what generated/ holds."""
 # Public names the index binds besides the family modules and the contracts' handles.
 # Everything else it uses is private (`_typing`, `_Document`): no contract or family
 # name, a lower-case word, can be one.
-_INDEX_NAMES = frozenset({"CONTRACTS", "Contract", "FAMILIES", "SCHEMA_ONLY_RULES"})
+_INDEX_NAMES = frozenset({"CONTRACTS", "Contract", "FAMILIES", "SCHEMA_ONLY_RULES", "VERSIONS"})
 # Builtins the index names in its annotations, read as `_builtins.X` when a family
 # module takes the name X in the package.
-_INDEX_BUILTINS = ("dict", "str", "tuple")
+_INDEX_BUILTINS = ("dict", "int", "str", "tuple")
 # A family module may not be named as the folder of bundled schemas beside it.
 _SCHEMA_FOLDER = "schemas"
 # The mode `open` gives a new file under the process's umask, read without changing it.
@@ -139,7 +140,7 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]], head: str, *, ow
     """The index of a generated package; `own` for plancontracts' own, which defines `Contract`."""
     modules = sorted({module_name(contract.family) for contract in tree.contracts.values()})
     shadowed = {name for name in _INDEX_BUILTINS if name in modules}
-    dict_, str_, tuple_ = (
+    dict_, int_, str_, tuple_ = (
         f"_builtins.{name}" if name in shadowed else name for name in _INDEX_BUILTINS
     )
     contract_class = [
@@ -171,7 +172,9 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]], head: str, *, ow
         "the models cannot enforce; validation runs the schema for those contracts.",
         "`FAMILIES` maps each contract to its family: the module of its models here, and, for",
         "plancontracts' own contracts, the package of `plancontracts.runtime` that holds the",
-        "family's rules and runtime. `from ... import *` takes `Contract` and the handles.",
+        "family's rules and runtime. `VERSIONS` maps each contract whose schema has an",
+        "`x-version` to it (`plancontracts diff` tells when to raise it). `from ... import *`",
+        "takes `Contract` and the handles.",
         '"""',
         "",
         *(["import builtins as _builtins"] if shadowed else []),
@@ -210,6 +213,11 @@ def _index(tree: SchemaTree, rules: dict[str, tuple[str, ...]], head: str, *, ow
     lines += ["}", "", f"FAMILIES: _typing.Final[{dict_}[{str_}, {str_}]] = {{"]
     for name, contract in tree.contracts.items():
         lines.append(f'    "{name}": "{module_name(contract.family)}",')
+    lines += ["}", "", f"VERSIONS: _typing.Final[{dict_}[{str_}, {int_}]] = {{"]
+    for name, contract in tree.contracts.items():
+        version = version_of(contract.schema)
+        if version is not None:
+            lines.append(f'    "{name}": {version},')
     lines += ["}", ""]
     return "\n".join(lines)
 

@@ -10,7 +10,9 @@ does). `CONTRACTS` maps each name to its handle.
 the models cannot enforce; validation runs the schema for those contracts.
 `FAMILIES` maps each contract to its family: the module of its models here, and, for
 plancontracts' own contracts, the package of `plancontracts.runtime` that holds the
-family's rules and runtime. `from ... import *` takes `Contract` and the handles.
+family's rules and runtime. `VERSIONS` maps each contract whose schema has an
+`x-version` to it (`plancontracts diff` tells when to raise it). `from ... import *`
+takes `Contract` and the handles.
 """
 
 import dataclasses as _dataclasses
@@ -310,4 +312,45 @@ FAMILIES: _typing.Final[dict[str, str]] = {
     "story-update-element-result": "story_packages",
     "tool-event": "tool_plans",
     "tool-request": "tool_plans",
+}
+
+VERSIONS: _typing.Final[dict[str, int]] = {
+    "execution-result": 1,
+    "frozen-plans": 1,
+    "goal-event": 1,
+    "goal-plan": 1,
+    "goal-plan-output": 1,
+    "goal-planning-system": 1,
+    "plan": 1,
+    "plan-attempt": 1,
+    "planning-block": 1,
+    "planning-session": 1,
+    "session-add-step": 1,
+    "session-clear-plan": 1,
+    "session-mark-step": 1,
+    "session-plan": 1,
+    "session-read-plan": 1,
+    "session-setup-plan": 1,
+    "session-update-step": 1,
+    "skill-manifest": 1,
+    "story-act-outline": 1,
+    "story-act-outline-result": 1,
+    "story-character": 1,
+    "story-character-result": 1,
+    "story-draft": 1,
+    "story-finalize-node": 1,
+    "story-finalize-node-result": 1,
+    "story-finalize-package": 1,
+    "story-finalize-package-result": 1,
+    "story-node-encounters": 1,
+    "story-node-encounters-result": 1,
+    "story-node-web": 1,
+    "story-node-web-result": 1,
+    "story-package": 1,
+    "story-premise": 1,
+    "story-premise-result": 1,
+    "story-update-element": 1,
+    "story-update-element-result": 1,
+    "tool-event": 1,
+    "tool-request": 1,
 }
