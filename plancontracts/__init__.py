@@ -36,6 +36,7 @@ _EXPORTS = {
     "ContractError": "runtime.core.errors",
     "GenerationFailed": "runtime.core.errors",
     "MalformedJSON": "runtime.core.errors",
+    "MigrationFailed": "runtime.core.errors",
     "NoModel": "runtime.core.errors",
     "NotAModel": "runtime.core.errors",
     "OutOfTime": "runtime.core.errors",
@@ -67,6 +68,9 @@ _EXPORTS = {
     "contract_schema": "runtime.core.contracts",
     "root_type": "runtime.core.contracts",
     "Rules": "runtime.core.rules",
+    "Migrated": "runtime.core.migrations",
+    "MigrationStep": "runtime.core.migrations",
+    "migrate": "runtime.core.validation",
     "schema_text": "runtime.core.schema_text",
     "convert": "runtime.core.validation",
     "decode": "runtime.core.validation",
@@ -101,6 +105,9 @@ __all__ = [
     "GenerationFailed",
     "Limits",
     "MalformedJSON",
+    "Migrated",
+    "MigrationFailed",
+    "MigrationStep",
     "ModelChoice",
     "NoModel",
     "NotAModel",
@@ -141,6 +148,7 @@ __all__ = [
     "from_asyncio",
     "load_contracts",
     "load_writer",
+    "migrate",
     "root_type",
     "schema_text",
     "stream_from_asyncio",
@@ -162,6 +170,7 @@ if TYPE_CHECKING:
         ContractError,
         GenerationFailed,
         MalformedJSON,
+        MigrationFailed,
         NoModel,
         NotAModel,
         OutOfTime,
@@ -184,10 +193,11 @@ if TYPE_CHECKING:
         Violations,
         WriteFailed,
     )
+    from .runtime.core.migrations import Migrated, MigrationStep
     from .runtime.core.rules import Rules
     from .runtime.core.schema_sets import load_contracts
     from .runtime.core.schema_text import schema_text
-    from .runtime.core.validation import ContractSet, convert, decode, violations
+    from .runtime.core.validation import ContractSet, convert, decode, migrate, violations
     from .runtime.engine.checks import check_plan
     from .runtime.engine.executor import execute_plan
     from .runtime.engine.limits import Limits

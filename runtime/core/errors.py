@@ -25,6 +25,7 @@ re-export the ones their users catch:
     ├── UnusableSchema (ValueError)     a schema file or folder that cannot be read as contracts
     ├── TooLarge (ValueError)           a file larger than it may be
     ├── OutOfTime                       a schema's check ran past its deadline
+    ├── MigrationFailed (ValueError)    a step upgrading a stored document failed or wrote a bad one
     ├── StoreError                      a story database that cannot be used
     ├── AssetGenerationError            the asset hook could not make an asset
     └── TooManyGoals (ValueError)       a goal list that is full
@@ -427,6 +428,23 @@ class OutOfTime(PlanContractsError):
     def __init__(self, pattern: str | None) -> None:
         super().__init__(pattern)
         self.pattern = pattern
+
+
+class MigrationFailed(PlanContractsError, ValueError):
+    """A step upgrading a stored document to its contract's next version failed.
+
+    It raised, returned a document the contract refuses, or needs an option
+    that was not given. `contract` names the contract, `step` the step's
+    short name (None when no step could be chosen, such as a version no step
+    reads), `reason` the one line that says why; the message names all three.
+    """
+
+    def __init__(self, contract: str, step: str | None, reason: str) -> None:
+        self.contract = contract
+        self.step = step
+        self.reason = reason
+        where = f"{contract} ({step})" if step else contract
+        super().__init__(printable(f"{where}: {reason}"))
 
 
 # Families ------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ import importlib
 import json
 import re
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
-from functools import cache
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from functools import cache, partial
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -58,6 +58,7 @@ from .errors import (
 )
 from .jsontext import copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
+from .migrations import Migrated, MigrationStep, reads_valid, upgraded
 from .patterns import OutOfTime, matches, matching_budget, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
@@ -374,11 +375,30 @@ def contracts_of(contract: AnyContract) -> tuple[ContractSet, str]:
 
 @overload
 def decode(
-    contract: Contract[_Document], data: bytes | str, *, rules: Rules | None = None
+    contract: Contract[_Document],
+    data: bytes | str,
+    *,
+    rules: Rules | None = None,
+    migrate: bool = False,
+    options: Mapping[str, str] | None = None,
 ) -> _Document: ...
 @overload
-def decode(contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any: ...
-def decode(contract: AnyContract, data: bytes | str, *, rules: Rules | None = None) -> Any:
+def decode(
+    contract: str,
+    data: bytes | str,
+    *,
+    rules: Rules | None = None,
+    migrate: bool = False,
+    options: Mapping[str, str] | None = None,
+) -> Any: ...
+def decode(
+    contract: AnyContract,
+    data: bytes | str,
+    *,
+    rules: Rules | None = None,
+    migrate: bool = False,
+    options: Mapping[str, str] | None = None,
+) -> Any:
     """Decode one JSON document of `contract` into its generated type.
 
     `contract` is a handle (`PLAN`: the result is typed as a `Plan`) or a
@@ -388,9 +408,52 @@ def decode(contract: AnyContract, data: bytes | str, *, rules: Rules | None = No
     text is not strict JSON or the document breaks the contract, and
     `UnknownContractError` when no contract has that name. `rules` are the
     checks beyond the schema (see `violations`).
+
+    With `migrate`, a document an older version of the contract stored is
+    brought to the current one first (see `migrate`, which also says what
+    each step did; `options` are the steps' options): a current document
+    decodes as without it, and one no step recognizes raises `ContractError`
+    with one more violation saying so. A step that fails raises
+    `MigrationFailed`, naming it.
     """
     contracts, name = contracts_of(contract)
-    return contracts.decode(name, data, rules=rules)
+    if not migrate:
+        return contracts.decode(name, data, rules=rules)
+    if not reads_valid(contract):  # a valid document is current: decoded at no extra cost
+        try:
+            return contracts.decode(name, data, rules=rules)
+        except ContractError:
+            pass
+    parsed = contracts.parse_document(name, data)
+    judge = partial(contracts.violations, name)
+    value = upgraded(contract, parsed, judge=judge, options=options).value
+    return contracts.convert(name, value, rules=rules)
+
+
+def migrate(
+    contract: AnyContract,
+    value: Any,
+    *,
+    options: Mapping[str, str] | None = None,
+    steps: Iterable[MigrationStep] = (),
+) -> Migrated:
+    """`value`, a parsed stored document of `contract`, brought to the contract's current version.
+
+    `contract` is a handle or a name. `options` are what steps need that a
+    document does not hold (`calendar` for WorldArchitect's world-time
+    strings...). `steps` are a caller's own, for a user's contract (steps of
+    other contracts are left out); they are tried before the family's (see
+    `runtime.core.migrations`). A valid document is returned as it is, with
+    no step taken, unless a step that reads valid documents recognizes it.
+    Raises `ContractError` (the document's violations, then one saying no
+    migration recognizes it) for an invalid document no step recognizes,
+    `MigrationFailed` naming the step when a step raises, lacks an option or
+    writes a document the contract refuses, and `UnknownContractError` for
+    an unknown name.
+    """
+    contracts, name = contracts_of(contract)
+    judge = partial(contracts.violations, name)
+    return upgraded(contract, value, judge=judge, options=options, steps=steps)
 
 
 @overload

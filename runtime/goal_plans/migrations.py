@@ -1,0 +1,159 @@
+"""How the goal-planning-system contract reads what jenbina stored (see `runtime.core.migrations`).
+
+jenbina's `PlanningSystem.to_dict()` (seed 004) keeps the plans alone:
+`{"plans": [...]}`, each plan without a `horizon`, and no `goals`, which
+the contract holds because completing and abandoning plans change them.
+The step recovers what the plans allow and says what it could not:
+
+- each goal's description from its plans' `goal_description` (a `goal_id`
+  no plan names has none: a placeholder says so);
+- its progress and confidence from its plans, by the contract's own
+  `x-planning` numbers (each completed plan adds to progress, each failed
+  one takes from confidence, from the schema's defaults);
+- its horizon, which jenbina kept nowhere: the option `horizon` gives it,
+  one for every goal (`short`) or one per goal in order (`short,mid`);
+  `short`, the schema's first, when not given;
+- a plan's missing `consecutive_overrides` as 0; fields the contract does
+  not know (a fixture's `_source`) are dropped, each named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ...generated import GOAL_PLANNING_SYSTEM
+from ...generated.goal_plans import Goal, GoalPlanningSystem
+from ..core.contracts import contract_schema, field_bound
+from ..core.migrations import MigrationStep
+from .session import HORIZONS
+
+__all__ = ["JENBINA_TO_DICT", "MIGRATIONS"]
+
+_PLANNING: dict[str, Any] = contract_schema(GOAL_PLANNING_SYSTEM)["x-planning"]
+_DEFAULTS = {field.name: field.default for field in msgspec.structs.fields(Goal)}
+_MOST_GOALS = field_bound(GoalPlanningSystem, "goals", "max_length")
+_TOP_FIELDS = {field.encode_name for field in msgspec.structs.fields(GoalPlanningSystem)}
+
+
+def _recognizes(value: Any) -> bool:
+    if not isinstance(value, dict) or "goals" in value:
+        return False
+    plans = value.get("plans")
+    return isinstance(plans, list) and all(
+        isinstance(plan, dict) and "goal_description" in plan and "horizon" not in plan
+        for plan in plans
+    )
+
+
+def _horizons(options: Mapping[str, str], count: int) -> tuple[list[str], str]:
+    """The horizon of each of `count` goals, and the note saying where it came from."""
+    given = options.get("horizon")
+    if given is None:
+        first = HORIZONS[0]
+        note = f"horizon not in the document: every goal set to {first} (option horizon)"
+        return [first] * count, note
+    chosen = [part.strip() for part in given.split(",")]
+    for part in chosen:
+        if part not in HORIZONS:
+            raise ValueError(
+                f"option horizon: {part!r} is not a horizon ({', '.join(HORIZONS)}), "
+                "give one for every goal or one per goal, comma-separated"
+            )
+    if len(chosen) == 1:
+        return chosen * count, f"horizon not in the document: every goal set to {chosen[0]}"
+    if len(chosen) != count:
+        raise ValueError(
+            f"option horizon: {len(chosen)} horizons given for {count} goals "
+            "(give one for every goal, or one per goal)"
+        )
+    return chosen, f"horizon not in the document: goals set to {', '.join(chosen)} in order"
+
+
+def _upgrade(value: Any, options: Mapping[str, str]) -> tuple[Any, Sequence[str]]:
+    notes: list[str] = []
+    plans: list[dict[str, Any]] = value["plans"]
+    ids: list[int] = []
+    for plan in plans:
+        goal_id = plan.get("goal_id")
+        if not isinstance(goal_id, int) or isinstance(goal_id, bool) or goal_id < 0:
+            raise ValueError(
+                f"a plan's goal_id is {goal_id!r}, not an index: the goals cannot be recovered"
+            )
+        ids.append(goal_id)
+    if max(ids, default=0) >= _MOST_GOALS:
+        raise ValueError(
+            f"a plan's goal_id is {max(ids)}: more goals than the {_MOST_GOALS} a system holds"
+        )
+    count = max(ids, default=-1) + 1
+    horizons, said = _horizons(options, count)
+    goals: list[dict[str, Any]] = []
+    for goal_id in range(count):
+        mine = [plan for plan in plans if plan["goal_id"] == goal_id]
+        completed = sum(plan.get("status") == "completed" for plan in mine)
+        failed = sum(plan.get("status") == "failed" for plan in mine)
+        progress = min(
+            1.0, _DEFAULTS["progress"] + completed * _PLANNING["progress_per_completed_plan"]
+        )
+        confidence = max(
+            0.0, _DEFAULTS["confidence"] - failed * _PLANNING["confidence_per_abandoned_plan"]
+        )
+        if mine:
+            description = mine[0]["goal_description"]
+        else:
+            description = f"goal {goal_id} (its description was not stored)"
+            notes.append(f"goal {goal_id}: no plan names it, so its description is a placeholder")
+        goals.append(
+            {
+                "description": description,
+                "horizon": horizons[goal_id],
+                "source_needs": [],
+                "progress": round(progress, 6),
+                "confidence": round(confidence, 6),
+            }
+        )
+    notes.append(
+        f"{count} goal{'s' if count != 1 else ''} recovered from the plans' goal_description"
+        f" ({', '.join(repr(goal['description']) for goal in goals)})"
+        if count
+        else "no plans: no goals to recover"
+    )
+    if count:
+        notes.append(
+            "progress and confidence recovered from each goal's completed and failed plans; "
+            "source_needs not in the document: set to []"
+        )
+        notes.append(said)
+    upgraded: list[dict[str, Any]] = []
+    defaulted = 0
+    for plan in plans:
+        new = {**plan, "horizon": horizons[plan["goal_id"]]}
+        if "consecutive_overrides" not in new:
+            new["consecutive_overrides"] = 0
+            defaulted += 1
+        upgraded.append(new)
+    if defaulted:
+        notes.append(f"consecutive_overrides not in {defaulted} plan(s): set to 0")
+    dropped = sorted(key for key in value if key not in _TOP_FIELDS)
+    if dropped:
+        notes.append(f"dropped {', '.join(dropped)}: not part of {GOAL_PLANNING_SYSTEM.name}")
+    return {"goals": goals, "plans": upgraded}, notes
+
+
+JENBINA_TO_DICT = MigrationStep(
+    contract=GOAL_PLANNING_SYSTEM.name,
+    reads=0,
+    writes=1,
+    name="jenbina PlanningSystem.to_dict",
+    recognizes=_recognizes,
+    upgrade=_upgrade,
+    options={
+        "horizon": "each goal's horizon, which jenbina did not store: one for every goal "
+        "(short, mid or long) or one per goal, comma-separated; short when not given",
+    },
+)
+'jenbina\'s `{"plans": [...]}`: goals recovered from the plans, horizons from an option.'
+
+MIGRATIONS = {GOAL_PLANNING_SYSTEM.name: (JENBINA_TO_DICT,)}
