@@ -64,6 +64,9 @@ _EXPORTS = {
     "from_asyncio": "runtime.core.asyncio_bridge",
     "stream_from_asyncio": "runtime.core.asyncio_bridge",
     "load_contracts": "runtime.core.schema_sets",
+    "ContractChange": "runtime.core.diff",
+    "diff": "runtime.core.diff",
+    "schemas_at": "runtime.core.diff",
     "contract_names": "runtime.core.contracts",
     "contract_schema": "runtime.core.contracts",
     "root_type": "runtime.core.contracts",
@@ -100,6 +103,7 @@ __all__ = [
     "AssetGenerationError",
     "Attempt",
     "Budget",
+    "ContractChange",
     "ContractError",
     "ContractSet",
     "GenerationFailed",
@@ -142,6 +146,7 @@ __all__ = [
     "contract_schema",
     "convert",
     "decode",
+    "diff",
     "discover_skills",
     "execute_plan",
     "execute_streamed",
@@ -151,6 +156,7 @@ __all__ = [
     "migrate",
     "root_type",
     "schema_text",
+    "schemas_at",
     "stream_from_asyncio",
     "violations",
     "write",
@@ -162,6 +168,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .runtime.core.asyncio_bridge import from_asyncio, stream_from_asyncio
     from .runtime.core.contracts import contract_names, contract_schema, root_type
+    from .runtime.core.diff import ContractChange, diff, schemas_at
     from .runtime.core.errors import (
         MAX_VIOLATIONS,
         AnswerRefused,

@@ -296,7 +296,7 @@ def _parser() -> argparse.ArgumentParser:
     from ..session_plans import commands as session_plan_commands
     from ..story_packages import commands as story_package_commands
     from ..tool_plans import commands as tool_plan_commands
-    from . import commands, writing
+    from . import commands, diffing, migrating, writing
 
     # Each family registers its own commands (and options of `validate`).
     families = (
@@ -315,6 +315,8 @@ def _parser() -> argparse.ArgumentParser:
     rules_options = [option for family in families for option in family.RULES_OPTIONS]
     commands.register(subcommands, rules_options)
     writing.register(subcommands)
+    diffing.register(subcommands)
+    migrating.register(subcommands)
     for family in families:
         family.register(subcommands)
     return parser

@@ -43,6 +43,17 @@ def load_contracts(
     """
     if not paths:
         raise TypeError("load_contracts() takes at least one path")
+    return ContractSet(bundled(*paths, resources=resources), pattern_seconds=PATTERN_SECONDS)
+
+
+def bundled(
+    *paths: str | os.PathLike[str], resources: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each contract of a schema folder, of files or of a generated package, bundled.
+
+    Reads them as `load_contracts` does; raises `UnusableSchema`, one line
+    naming the file (inside the folder, named first).
+    """
     given = [Path(path) for path in paths]
     folder = given[0] if len(given) == 1 and given[0].is_dir() else None
     # Files given are named in messages as given; a folder's, inside it.
@@ -56,12 +67,11 @@ def load_contracts(
                 if path.is_dir():
                     raise UnusableSchema(f"{path}: is a folder; give it alone, or give files")
             tree = SchemaTree(files=given, resources=resources)
-        bundles = {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
+        return {name: tree.bundle(contract) for name, contract in tree.contracts.items()}
     except UnusableSchema as error:
         raise UnusableSchema(f"{where}{error}") from None
     except RecursionError:  # bundling and checking follow the schema's depth
         raise UnusableSchema(f"{where or f'{given[0]}: '}nests its references too deeply") from None
-    return ContractSet(bundles, pattern_seconds=PATTERN_SECONDS)
 
 
 def _tree_of_folder(

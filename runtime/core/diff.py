@@ -1,0 +1,1319 @@
+"""What a change of schemas does to the documents already written and the programs reading them.
+
+    changes = diff("old/schemas", "schemas")
+    for change in changes:
+        print(change.line())    # plan #/properties/tools/items/required: field required: ...
+
+Each change is judged for the two sides that matter once documents are stored:
+
+- *readers*: new code reading old documents. Compatible when every document
+  the old schema accepts, the new one accepts too (the schema was widened).
+- *writers*: old code reading new documents. Compatible when every document
+  the new schema accepts, the old one accepted (the schema was narrowed).
+
+A verdict is `compatible`, `breaking` or `unknown`. `compatible` is a claim
+held for every document (a property test draws documents to try it); where
+the comparison cannot decide (two different patterns, `if`/`then`/`else`, a
+keyword it does not read), it says `unknown`, never a guess. A change of
+`default` keeps every document valid, but a document that leaves the field
+out is read as one value by old code and another by new: breaking for both.
+
+The comparison walks the two bundled schemas side by side. A schema is a
+conjunction of its keywords, so each keyword is compared on its own, except
+where keywords read each other: `properties` with `required`,
+`additionalProperties` and `patternProperties`; `prefixItems` with `items`;
+`contains` with its bounds; `if` with `then` and `else`; `oneOf`, whose
+branches must stay apart (compared as `anyOf` where every branch is told
+apart by a required property's `const`). Under `not` the two sides trade
+places. A `$ref` is followed once for each pair of targets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Final, Literal
+from urllib.parse import urldefrag, urljoin
+
+from .errors import UnusableSchema
+from .schema_sets import bundled
+from .schema_tree import MAX_SCHEMA_FOLDER_BYTES, version_of
+
+__all__ = [
+    "BREAKING",
+    "COMPATIBLE",
+    "UNKNOWN",
+    "ContractChange",
+    "Verdict",
+    "bundles_of",
+    "diff",
+    "diff_bundles",
+    "schemas_at",
+    "unbumped",
+]
+
+Verdict = Literal["compatible", "breaking", "unknown"]
+COMPATIBLE: Final = "compatible"
+BREAKING: Final = "breaking"
+UNKNOWN: Final = "unknown"
+
+_Sides = tuple[Verdict, Verdict]
+WIDER: Final[_Sides] = (COMPATIBLE, BREAKING)
+"The schema accepts more: old documents are read, new ones may be refused by old code."
+NARROWER: Final[_Sides] = (BREAKING, COMPATIBLE)
+"The schema accepts less: old documents may be refused, new ones old code reads."
+BOTH: Final[_Sides] = (BREAKING, BREAKING)
+UNDECIDED: Final[_Sides] = (UNKNOWN, UNKNOWN)
+SAME: Final[_Sides] = (COMPATIBLE, COMPATIBLE)
+
+ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$anchor",
+        "$comment",
+        "$defs",
+        "definitions",
+        "$vocabulary",
+        "title",
+        "description",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "$dynamicAnchor",
+        "id",
+    }
+)
+"Keywords that never change which documents a schema accepts (`$defs` is read through `$ref`)."
+_MINIMA = ("minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum")
+_MAXIMA = ("maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum")
+_OBJECT = (
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+)
+_ARRAY = ("items", "prefixItems", "additionalItems")
+_CONTAINS = ("contains", "minContains", "maxContains")
+_CONDITION = ("if", "then", "else")
+_READ = frozenset(
+    {
+        *_MINIMA,
+        *_MAXIMA,
+        *_OBJECT,
+        *_ARRAY,
+        *_CONTAINS,
+        *_CONDITION,
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "pattern",
+        "format",
+        "uniqueItems",
+        "propertyNames",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "$ref",
+        "default",
+    }
+)
+_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
+_SHOWN = 60
+"Characters of a value quoted in a change's line."
+
+
+@dataclass(frozen=True)
+class ContractChange:
+    """One difference between two versions of a contract, judged for readers and writers.
+
+    `pointer` is the JSON Pointer of the schema location in the new bundled
+    schema (where the old one had it, for what was removed; `plancontracts
+    schema CONTRACT` prints the bundle). `change` is its kind, such as
+    `field-added` or `bound-tightened`; `why` says in one line what it does to
+    documents.
+    """
+
+    contract: str
+    pointer: str
+    change: str
+    readers: Verdict
+    writers: Verdict
+    why: str
+
+    @property
+    def compatible(self) -> bool:
+        """Whether both sides are compatible."""
+        return self.readers == COMPATIBLE and self.writers == COMPATIBLE
+
+    def line(self) -> str:
+        """The change as one line of text."""
+        return (
+            f"{self.contract} #{self.pointer}: {self.change.replace('-', ' ')}: readers "
+            f"{self.readers}, writers {self.writers}: {self.why}"
+        )
+
+    def to_json(self) -> dict[str, str]:
+        """The change as a JSON object, as `diff --json` writes it."""
+        return {
+            "contract": self.contract,
+            "pointer": self.pointer,
+            "change": self.change,
+            "readers": self.readers,
+            "writers": self.writers,
+            "why": self.why,
+        }
+
+
+def diff(
+    old: str | os.PathLike[str],
+    new: str | os.PathLike[str],
+    *,
+    resources: Mapping[str, Any] | None = None,
+) -> list[ContractChange]:
+    """Every change from the contracts at `old` to those at `new`, in contract order.
+
+    Each is a schema file, a schema folder (laid out as plancontracts'
+    schemas/) or the folder of a package `plancontracts generate` wrote. Two
+    files are compared as one contract whatever their names (named after the
+    new file); two folders contract by contract, a contract only one of them
+    holds being added or removed. `resources` are more schemas references may
+    name, as for `load_contracts`. Raises `UnusableSchema`, naming the file,
+    for a schema either side cannot use.
+    """
+    old_bundles = bundles_of(old, resources=resources)
+    new_bundles = bundles_of(new, resources=resources)
+    if Path(old).is_file() and Path(new).is_file():
+        (name,) = new_bundles
+        old_bundles = {name: next(iter(old_bundles.values()))}
+    return diff_bundles(old_bundles, new_bundles)
+
+
+def bundles_of(
+    path: str | os.PathLike[str], *, resources: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each contract of a schema file or folder, or generated package, as its bundled schema.
+
+    Raises `UnusableSchema` naming the file (the folder first) for one that cannot be used.
+    """
+    return bundled(path, resources=resources)
+
+
+def diff_bundles(
+    old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]
+) -> list[ContractChange]:
+    """Every change from `old` to `new`, each mapping contract names to bundled schemas."""
+    changes: list[ContractChange] = []
+    for name in sorted(set(old) | set(new)):
+        if name not in new:
+            changes.append(
+                ContractChange(
+                    name,
+                    "",
+                    "contract-removed",
+                    BREAKING,
+                    COMPATIBLE,
+                    "documents stored under it have no contract to be read by",
+                )
+            )
+        elif name not in old:
+            changes.append(
+                ContractChange(
+                    name,
+                    "",
+                    "contract-added",
+                    COMPATIBLE,
+                    COMPATIBLE,
+                    "no document was stored under it",
+                )
+            )
+        else:
+            changes += _Comparison(name, old[name], new[name]).changes
+    return changes
+
+
+def unbumped(
+    changes: list[ContractChange],
+    old: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+) -> dict[str, tuple[int | None, int | None]]:
+    """The contracts with a change that is not compatible and a version that was not raised.
+
+    Maps each to its old and new `x-version`. A contract whose version rose
+    (from none to one, or to a larger integer) may break; a removed contract
+    is always named.
+    """
+    left: dict[str, tuple[int | None, int | None]] = {}
+    for change in changes:
+        if change.compatible or change.contract in left:
+            continue
+        before = version_of(old.get(change.contract, {}))
+        after = version_of(new.get(change.contract, {}))
+        raised = after is not None and (before is None or after > before)
+        if not raised:
+            left[change.contract] = (before, after)
+    return left
+
+
+class _Comparison:
+    """The changes from one bundled schema of a contract to the next."""
+
+    def __init__(self, contract: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.contract = contract
+        self.changes: list[ContractChange] = []
+        self.roots = (old, new)
+        self.bases = (_base_of(old), _base_of(new))
+        self.seen: set[tuple[str, str, tuple[str, ...]]] = set()
+        "Pairs of reference targets compared, with the transforms they were compared under."
+        self.transforms: list[tuple[str, Callable[[_Sides], _Sides]]] = []
+        "What enclosing keywords do to a verdict (`not` swaps the sides), innermost last."
+        self._compare(old, new, "", self.bases)
+
+    def _add(self, pointer: str, change: str, sides: _Sides, why: str) -> None:
+        for _, transform in reversed(self.transforms):
+            sides = transform(sides)
+        names = {name for name, _ in self.transforms}
+        if "not" in names:
+            why += " (inside `not`: what it accepts, the schema refuses)"
+        if "oneOf" in names:
+            why += " (inside `oneOf`, whose branches must not overlap)"
+        self.changes.append(ContractChange(self.contract, pointer, change, *sides, why))
+
+    @contextmanager
+    def _under(self, name: str, transform: Callable[[_Sides], _Sides]) -> Iterator[None]:
+        self.transforms.append((name, transform))
+        try:
+            yield
+        finally:
+            self.transforms.pop()
+
+    def _compare(self, old: Any, new: Any, at: str, bases: tuple[str, str]) -> None:
+        """Add the changes from schema `old` to schema `new`, both at `at`."""
+        if old is True:
+            old = {}
+        if new is True:
+            new = {}
+        if old is False or new is False:
+            if old is False and new is not False:
+                self._add(at, "schema-opened", WIDER, "accepted no value; now accepts some")
+            elif new is False and old is not False:
+                self._add(at, "schema-closed", NARROWER, "now accepts no value")
+            return
+        if not isinstance(old, dict) or not isinstance(new, dict):
+            if old != new:
+                self._add(at, "schema-changed", UNDECIDED, "not a schema this check reads")
+            return
+        bases = (_rebased(bases[0], old), _rebased(bases[1], new))
+        if _meaning(old) == _meaning(new) and bases[0] == bases[1] and "$ref" not in old:
+            return  # the same schema: nothing below it can differ (a `$ref` may, by its target)
+        if any(key.startswith("unevaluated") for key in (*old, *new)):
+            # Which properties or items are "evaluated" depends on every other keyword.
+            self._add(
+                at,
+                "keyword-changed",
+                UNDECIDED,
+                "an `unevaluated*` keyword reads every other keyword here",
+            )
+            return
+        if ("$ref" in old or "$ref" in new) and self._references(old, new, at, bases):
+            return
+        self._types(old, new, at)
+        self._values(old, new, at)
+        self._bounds(old, new, at)
+        self._strings(old, new, at)
+        self._objects(old, new, at, bases)
+        self._arrays(old, new, at, bases)
+        self._combinations(old, new, at, bases)
+        if old.get("propertyNames", True) != new.get("propertyNames", True):
+            self._compare(
+                old.get("propertyNames", True),
+                new.get("propertyNames", True),
+                f"{at}/propertyNames",
+                bases,
+            )
+        if "default" in old or "default" in new:
+            before, after = old.get("default", _NONE), new.get("default", _NONE)
+            if _canonical(before) != _canonical(after):
+                self._add(
+                    f"{at}/default",
+                    "default-changed",
+                    BOTH,
+                    f"a document that leaves it out is read as {_default(before)} by old "
+                    f"code and as {_default(after)} by new code",
+                )
+        for key in sorted((set(old) | set(new)) - _READ - ANNOTATIONS):
+            if key.startswith("x-") or _canonical(old.get(key)) == _canonical(new.get(key)):
+                continue
+            self._add(
+                f"{at}/{_escape(key)}",
+                "keyword-changed",
+                UNDECIDED,
+                f"`{key}` changed, a keyword this check does not read",
+            )
+
+    # --- references ------------------------------------------------------------------------
+
+    def _references(
+        self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
+    ) -> bool:
+        """Compare where a `$ref` leads; True when that was the whole comparison."""
+        refs = (old.get("$ref"), new.get("$ref"))
+        if refs[0] is not None and refs[1] is not None:
+            targets = [urljoin(base, ref) for base, ref in zip(bases, refs, strict=True)]
+            schemas = [self._target(side, target) for side, target in enumerate(targets)]
+            if schemas[0] is _NONE or schemas[1] is _NONE:
+                self._add(
+                    f"{at}/$ref",
+                    "ref-target-changed",
+                    UNDECIDED,
+                    "a reference this check cannot follow",
+                )
+                return False
+            shown = [_fragment(target) for target in targets]
+            if shown[0] != shown[1]:
+                before = len(self.changes)
+                self._follow(targets, schemas, shown[1])
+                judged = self.changes[before:]
+                sides = _worst(judged) if judged else SAME
+                # Told before its target's changes, which it explains.
+                self.changes.insert(
+                    before,
+                    ContractChange(
+                        self.contract,
+                        f"{at}/$ref",
+                        "ref-target-changed",
+                        *sides,
+                        f"refers to {shown[1]}, not {shown[0]}"
+                        + ("" if judged else ", an equal schema"),
+                    ),
+                )
+            else:
+                self._follow(targets, schemas, shown[1])
+            return False  # the keywords beside it are compared too
+        # A `$ref` on one side only: where it stands alone, compare what it names.
+        side = 0 if refs[0] is not None else 1
+        holder = (old, new)[side]
+        if set(holder) - ANNOTATIONS - {"$ref"}:
+            self._add(
+                f"{at}/$ref",
+                "ref-target-changed",
+                UNDECIDED,
+                "a reference beside other keywords, compared with a schema without one",
+            )
+            return True
+        target = urljoin(bases[side], holder["$ref"])
+        schema = self._target(side, target)
+        if schema is _NONE:
+            self._add(
+                f"{at}/$ref",
+                "ref-target-changed",
+                UNDECIDED,
+                "a reference this check cannot follow",
+            )
+            return True
+        target_base = urldefrag(target)[0]
+        if side == 0:
+            self._compare(schema, new, at, (target_base, bases[1]))
+        else:
+            self._compare(old, schema, at, (bases[0], target_base))
+        return True
+
+    def _follow(self, targets: list[str], schemas: list[Any], shown: str) -> None:
+        key = (targets[0], targets[1], tuple(name for name, _ in self.transforms))
+        if key in self.seen:  # compared already, or being compared further up (a cycle)
+            return
+        self.seen.add(key)
+        pointer = shown[1:] if shown.startswith("#") else shown
+        self._compare(
+            schemas[0], schemas[1], pointer, (urldefrag(targets[0])[0], urldefrag(targets[1])[0])
+        )
+
+    def _target(self, side: int, uri: str) -> Any:
+        """The schema at `uri` in one side's bundle, or `_NONE` where it is not there."""
+        document, fragment = urldefrag(uri)
+        root = self.roots[side]
+        found = _embedded(root, document, self.bases[side])
+        if found is _NONE:
+            return _NONE
+        if not fragment:
+            return found
+        if not fragment.startswith("/"):  # an anchor: looked for in the document
+            return _anchored(found, fragment)
+        node = found
+        for token in fragment[1:].split("/"):
+            token = _unescape(token)
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return _NONE
+        return node
+
+    # --- one keyword at a time --------------------------------------------------------------
+
+    def _types(self, old: dict[str, Any], new: dict[str, Any], at: str) -> None:
+        before, after = _type_set(old.get("type")), _type_set(new.get("type"))
+        if before is None or after is None:
+            if old.get("type") != new.get("type"):
+                self._add(f"{at}/type", "keyword-changed", UNDECIDED, "`type` is not a type name")
+            return
+        added = sorted(t for t in after if not _covers(before, t))
+        lost = sorted(t for t in before if not _covers(after, t))
+        if not added and not lost:
+            return
+        what = f"{_type_text(before)} -> {_type_text(after)}"
+        if added and lost:
+            self._add(
+                f"{at}/type",
+                "type-changed",
+                BOTH,
+                f"{what}: each side holds values the other refuses",
+            )
+        elif added:
+            self._add(
+                f"{at}/type",
+                "type-widened",
+                WIDER,
+                f"{what}: new documents may hold {', '.join(added)} here, which old code refuses",
+            )
+        else:
+            self._add(
+                f"{at}/type",
+                "type-narrowed",
+                NARROWER,
+                f"{what}: old documents may hold {', '.join(lost)} here, which new code refuses",
+            )
+
+    def _values(self, old: dict[str, Any], new: dict[str, Any], at: str) -> None:
+        before, after = _allowed_values(old), _allowed_values(new)
+        if before == after:
+            return
+        keyword = "const" if "const" in new or ("const" in old and "enum" not in new) else "enum"
+        where = f"{at}/{keyword}"
+        if before is None or after is None:
+            if after is not None:
+                self._add(
+                    where, "enum-added", NARROWER, f"values are now limited to {_listed(after)}"
+                )
+            else:
+                self._add(where, "enum-removed", WIDER, "values are no longer limited")
+            return
+        added = [value for key, value in after.items() if key not in before]
+        lost = [value for key, value in before.items() if key not in after]
+        if added:
+            self._add(
+                where, "enum-value-added", WIDER, f"{_listed(added)} allowed: old code refuses it"
+            )
+        if lost:
+            self._add(
+                where,
+                "enum-value-removed",
+                NARROWER,
+                f"{_listed(lost)} no longer allowed: old documents may hold it",
+            )
+
+    def _bounds(self, old: dict[str, Any], new: dict[str, Any], at: str) -> None:
+        for keyword, least in [(k, True) for k in _MINIMA] + [(k, False) for k in _MAXIMA]:
+            before, after = old.get(keyword), new.get(keyword)
+            if _canonical(before) == _canonical(after):
+                continue
+            where = f"{at}/{keyword}"
+            if not all(_is_number(value) for value in (before, after) if value is not None):
+                self._add(where, "keyword-changed", UNDECIDED, f"`{keyword}` is not a number")
+                continue
+            what = f"{keyword} {_shown(before) if before is not None else 'none'} -> " + (
+                _shown(after) if after is not None else "none"
+            )
+            if before is None:
+                tighter = True
+            elif after is None:
+                tighter = False
+            else:
+                tighter = after > before if least else after < before
+            if tighter:
+                self._add(
+                    where, "bound-tightened", NARROWER, f"{what}: old documents may be outside it"
+                )
+            else:
+                self._add(
+                    where,
+                    "bound-loosened",
+                    WIDER,
+                    f"{what}: new documents may be outside what old code accepts",
+                )
+        before, after = old.get("multipleOf"), new.get("multipleOf")
+        if _canonical(before) != _canonical(after):
+            where = f"{at}/multipleOf"
+            if not all(_is_number(v) and v > 0 for v in (before, after) if v is not None):
+                self._add(where, "keyword-changed", UNDECIDED, "`multipleOf` is not a number")
+                return
+            what = f"multipleOf {_shown(before)} -> {_shown(after)}"
+            old_step = None if before is None else Fraction(str(before))
+            new_step = None if after is None else Fraction(str(after))
+            if old_step is None or (
+                new_step is not None and (new_step / old_step).denominator == 1
+            ):
+                self._add(where, "bound-tightened", NARROWER, f"{what}: old documents may break it")
+            elif new_step is None or (old_step / new_step).denominator == 1:
+                self._add(
+                    where, "bound-loosened", WIDER, f"{what}: new documents may break the old step"
+                )
+            else:
+                self._add(
+                    where,
+                    "bound-changed",
+                    BOTH,
+                    f"{what}: each side holds numbers the other refuses",
+                )
+        if bool(old.get("uniqueItems")) != bool(new.get("uniqueItems")):
+            if new.get("uniqueItems"):
+                self._add(
+                    f"{at}/uniqueItems",
+                    "bound-tightened",
+                    NARROWER,
+                    "items must now differ: old documents may repeat one",
+                )
+            else:
+                self._add(
+                    f"{at}/uniqueItems",
+                    "bound-loosened",
+                    WIDER,
+                    "items may now repeat, which old code refuses",
+                )
+
+    def _strings(self, old: dict[str, Any], new: dict[str, Any], at: str) -> None:
+        for keyword in ("pattern", "format"):
+            before, after = old.get(keyword), new.get(keyword)
+            if before == after:
+                continue
+            where = f"{at}/{keyword}"
+            if before is None:
+                self._add(
+                    where,
+                    f"{keyword}-added",
+                    NARROWER,
+                    f"strings must now match {_shown(after)}: old documents may not",
+                )
+            elif after is None:
+                self._add(
+                    where,
+                    f"{keyword}-removed",
+                    WIDER,
+                    f"strings need no longer match {_shown(before)}, which old code asks",
+                )
+            else:
+                self._add(
+                    where,
+                    f"{keyword}-changed",
+                    UNDECIDED,
+                    f"{_shown(before)} -> {_shown(after)}: which strings both accept is "
+                    "not decided",
+                )
+
+    # --- objects ------------------------------------------------------------------------------
+
+    def _objects(
+        self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
+    ) -> None:
+        if all(_canonical(old.get(k)) == _canonical(new.get(k)) for k in _OBJECT):
+            return
+        old_props, new_props = _mapping(old.get("properties")), _mapping(new.get("properties"))
+        old_required, new_required = _names(old.get("required")), _names(new.get("required"))
+        old_rest = old.get("additionalProperties", True)
+        new_rest = new.get("additionalProperties", True)
+        old_patterns = _mapping(old.get("patternProperties"))
+        new_patterns = _mapping(new.get("patternProperties"))
+        added = [key for key in new_props if key not in old_props]
+        removed = [key for key in old_props if key not in new_props]
+        renamed = _renames(removed, added, old_props, new_props)
+        for key in old_props.keys() & new_props.keys():
+            self._compare(old_props[key], new_props[key], f"{at}/properties/{_escape(key)}", bases)
+        for key in added:
+            if key in renamed.values():
+                continue
+            sides, why = self._field(
+                key, old_rest, old_patterns, new_props[key], bases, appears=True
+            )
+            if key in new_required:
+                sides = (BREAKING, sides[1])
+                why = f"required: old documents leave it out; {why}"
+            self._add(f"{at}/properties/{_escape(key)}", "field-added", sides, f"{key!r} {why}")
+        for key in removed:
+            if key in renamed:
+                continue
+            sides, why = self._field(
+                key, new_rest, new_patterns, old_props[key], bases, appears=False
+            )
+            if key in old_required:
+                sides = (sides[0], BREAKING)
+                why = f"{why}; old code requires it"
+            self._add(f"{at}/properties/{_escape(key)}", "field-removed", sides, f"{key!r} {why}")
+        for was, now in renamed.items():
+            gone, _ = self._field(was, new_rest, new_patterns, old_props[was], bases, appears=False)
+            came, _ = self._field(now, old_rest, old_patterns, new_props[now], bases, appears=True)
+            sides = _worse(gone, came)
+            if now in new_required:
+                sides = (BREAKING, sides[1])
+            if was in old_required:
+                sides = (sides[0], BREAKING)
+            self._add(
+                f"{at}/properties/{_escape(now)}",
+                "field-renamed",
+                sides,
+                f"{was!r} removed and {now!r} added with the same schema: old documents' "
+                f"{was!r} is not read as {now!r}",
+            )
+        for key in sorted((new_required - old_required) - set(added)):
+            self._add(
+                f"{at}/required",
+                "field-required",
+                NARROWER,
+                f"{key!r} is now required: old documents may leave it out",
+            )
+        for key in sorted((old_required - new_required) - set(removed)):
+            self._add(
+                f"{at}/required",
+                "field-optional",
+                WIDER,
+                f"{key!r} is no longer required: old code expects it",
+            )
+        if _canonical(old_rest) != _canonical(new_rest):
+            self._rest(old_rest, new_rest, f"{at}/additionalProperties", bases)
+        if _canonical(old_patterns) != _canonical(new_patterns):
+            for pattern in sorted(old_patterns.keys() | new_patterns.keys()):
+                where = f"{at}/patternProperties/{_escape(pattern)}"
+                if pattern in old_patterns and pattern in new_patterns:
+                    self._compare(old_patterns[pattern], new_patterns[pattern], where, bases)
+                elif _canonical(old_patterns.get(pattern)) != _canonical(new_patterns.get(pattern)):
+                    self._add(
+                        where,
+                        "keyword-changed",
+                        UNDECIDED,
+                        "a pattern of `patternProperties` added or removed: which keys it "
+                        "takes from the others is not decided",
+                    )
+        self._dependencies(old, new, at, bases)
+
+    def _field(
+        self,
+        key: str,
+        rest: Any,
+        patterns: dict[str, Any],
+        schema: Any,
+        bases: tuple[str, str],
+        *,
+        appears: bool,
+    ) -> tuple[_Sides, str]:
+        """The verdict on a property that one side names and the other leaves to the rest.
+
+        `appears`: the new side names it (added), else the old one (removed).
+        `rest` is the other side's `additionalProperties`.
+        """
+        if any(re.search(pattern, key) for pattern in patterns if _compiles(pattern)):
+            return UNDECIDED, "falls under the other side's `patternProperties`"
+        open_ = _accepts_all(rest)
+        if rest is False:
+            if appears:
+                return WIDER, "added: old code refuses documents holding it (closed object)"
+            return NARROWER, "removed: new code refuses old documents holding it (closed object)"
+        if open_:
+            if _accepts_all(schema):
+                return SAME, "added or removed: any value was allowed either way"
+            if appears:
+                return NARROWER, "added: old documents may hold any value under that name"
+            return WIDER, "removed: new documents may hold any value under that name"
+        # The rest is a schema: the field is compared with it.
+        before, seen = len(self.changes), set(self.seen)
+        self._compare(rest, schema, "", bases) if appears else self._compare(
+            schema, rest, "", bases
+        )
+        judged = self.changes[before:]
+        del self.changes[before:]
+        self.seen = seen  # what was followed here is told again where it stands
+        if not judged:
+            return SAME, "added or removed: `additionalProperties` gave it the same schema"
+        return _worst(judged), "compared with `additionalProperties`, which held it"
+
+    def _rest(self, old: Any, new: Any, at: str, bases: tuple[str, str]) -> None:
+        if old is False and _accepts_all(new):
+            self._add(
+                at,
+                "additional-properties-opened",
+                WIDER,
+                "other keys are now allowed: old code refuses them",
+            )
+        elif new is False and _accepts_all(old):
+            self._add(
+                at,
+                "additional-properties-closed",
+                NARROWER,
+                "other keys are now refused: old documents may hold some",
+            )
+        else:
+            self._compare(old, new, at, bases)
+
+    def _dependencies(
+        self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
+    ) -> None:
+        old_names, old_schemas = _dependency_parts(old)
+        new_names, new_schemas = _dependency_parts(new)
+        for key in sorted(old_names.keys() | new_names.keys()):
+            before, after = old_names.get(key, set()), new_names.get(key, set())
+            where = f"{at}/dependentRequired/{_escape(key)}"
+            if after - before:
+                self._add(
+                    where,
+                    "field-required",
+                    NARROWER,
+                    f"with {key!r}, {_listed(sorted(after - before))} now required",
+                )
+            if before - after:
+                self._add(
+                    where,
+                    "field-optional",
+                    WIDER,
+                    f"with {key!r}, {_listed(sorted(before - after))} no longer required",
+                )
+        for key in sorted(old_schemas.keys() | new_schemas.keys()):
+            where = f"{at}/dependentSchemas/{_escape(key)}"
+            self._compare(old_schemas.get(key, True), new_schemas.get(key, True), where, bases)
+
+    # --- arrays --------------------------------------------------------------------------------
+
+    def _arrays(
+        self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
+    ) -> None:
+        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _ARRAY):
+            (old_prefix, old_rest, _), (new_prefix, new_rest, new_key) = map(
+                _array_parts, (old, new)
+            )
+            for index in range(max(len(old_prefix), len(new_prefix))):
+                before = old_prefix[index] if index < len(old_prefix) else old_rest
+                after = new_prefix[index] if index < len(new_prefix) else new_rest
+                where = (
+                    f"{at}/{new_key}/{index}"
+                    if index < len(new_prefix)
+                    else f"{at}/{'items' if new_key == 'prefixItems' else 'additionalItems'}"
+                )
+                self._compare(before, after, where, bases)
+            rest_at = f"{at}/{'items' if new_key == 'prefixItems' else 'additionalItems'}"
+            self._compare(old_rest, new_rest, rest_at, bases)
+        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _CONTAINS):
+            if "maxContains" in old or "maxContains" in new:
+                self._add(
+                    f"{at}/contains",
+                    "keyword-changed",
+                    UNDECIDED,
+                    "`contains` with `maxContains`: a wider `contains` may count too many",
+                )
+                return
+            before, after = old.get("contains"), new.get("contains")
+            if before is None or after is None:
+                if after is not None:
+                    self._add(
+                        f"{at}/contains",
+                        "constraint-added",
+                        NARROWER,
+                        "an item must now match `contains`",
+                    )
+                else:
+                    self._add(
+                        f"{at}/contains",
+                        "constraint-removed",
+                        WIDER,
+                        "no item need match `contains` now",
+                    )
+                return
+            self._compare(before, after, f"{at}/contains", bases)
+            least = old.get("minContains", 1), new.get("minContains", 1)
+            if least[0] != least[1]:
+                sides = NARROWER if least[1] > least[0] else WIDER
+                self._add(
+                    f"{at}/minContains",
+                    "bound-tightened" if sides == NARROWER else "bound-loosened",
+                    sides,
+                    f"minContains {least[0]} -> {least[1]}",
+                )
+
+    # --- combinations ---------------------------------------------------------------------------
+
+    def _combinations(
+        self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
+    ) -> None:
+        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _CONDITION):
+            self._add(
+                f"{at}/if",
+                "keyword-changed",
+                UNDECIDED,
+                "`if`/`then`/`else` changed: what each branch takes is not decided",
+            )
+        if _canonical(old.get("not")) != _canonical(new.get("not")):
+            if "not" not in old:
+                self._add(f"{at}/not", "constraint-added", NARROWER, "`not` added")
+            elif "not" not in new:
+                self._add(f"{at}/not", "constraint-removed", WIDER, "`not` removed")
+            else:
+                with self._under("not", lambda sides: (sides[1], sides[0])):
+                    self._compare(old["not"], new["not"], f"{at}/not", bases)
+        self._branches("allOf", old, new, at, bases)
+        self._branches("anyOf", old, new, at, bases)
+        self._branches("oneOf", old, new, at, bases)
+
+    def _branches(
+        self,
+        keyword: str,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        at: str,
+        bases: tuple[str, str],
+    ) -> None:
+        before, after = old.get(keyword), new.get(keyword)
+        if _canonical(before) == _canonical(after):
+            return
+        where = f"{at}/{keyword}"
+        if not isinstance(before, list) or not isinstance(after, list):
+            if before is None and isinstance(after, list):
+                sides = SAME if keyword != "allOf" and any(map(_accepts_all, after)) else NARROWER
+                if keyword == "allOf" and all(map(_accepts_all, after)):
+                    sides = SAME
+                self._add(where, "constraint-added", sides, f"`{keyword}` added")
+            elif after is None and isinstance(before, list):
+                self._add(where, "constraint-removed", WIDER, f"`{keyword}` removed")
+            else:
+                self._add(where, "keyword-changed", UNDECIDED, f"`{keyword}` is not a list")
+            return
+        exclusive = keyword == "oneOf" and not (
+            _told_apart(before, self, 0) and _told_apart(after, self, 1)
+        )
+        pairs, only_old, only_new = _paired(before, after)
+        if exclusive:
+            # Branches of `oneOf` must not overlap: a wider branch may take a document
+            # another one takes (refused), a narrower one may stop taking it (refused).
+            context = self._under(
+                "oneOf",
+                lambda s: tuple(  # type: ignore[arg-type,return-value]
+                    UNKNOWN if verdict == COMPATIBLE else verdict for verdict in s
+                ),
+            )
+        else:
+            context = self._under("", lambda sides: sides)
+        with context:
+            for old_index, new_index in pairs:
+                self._compare(before[old_index], after[new_index], f"{where}/{new_index}", bases)
+        for new_index in only_new:
+            if keyword == "allOf":
+                sides = SAME if _accepts_all(after[new_index]) else NARROWER
+                self._add(
+                    f"{where}/{new_index}",
+                    "constraint-added",
+                    sides,
+                    "a schema added to `allOf`: old documents may break it",
+                )
+            else:
+                sides = (UNKNOWN, BREAKING) if exclusive else WIDER
+                self._add(
+                    f"{where}/{new_index}",
+                    "branch-added",
+                    sides,
+                    f"a branch added to `{keyword}`: new documents may take it, which old "
+                    "code refuses",
+                )
+        for old_index in only_old:
+            if keyword == "allOf":
+                self._add(
+                    where,
+                    "constraint-removed",
+                    WIDER,
+                    f"schema {old_index} of `allOf` removed: new documents may break it",
+                )
+            else:
+                sides = (BREAKING, UNKNOWN) if exclusive else NARROWER
+                self._add(
+                    where,
+                    "branch-removed",
+                    sides,
+                    f"branch {old_index} of `{keyword}` removed: old documents may have taken it",
+                )
+
+
+# --- reading schemas ---------------------------------------------------------------------
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "none"
+
+
+_NONE: Final[Any] = _Missing()
+
+
+def _meaning(schema: Any) -> str:
+    """`schema` without what never changes which documents it accepts, as comparable text."""
+    return _canonical(_without_annotations(schema))
+
+
+def _without_annotations(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {
+            key: (
+                {name: _without_annotations(value) for name, value in schema[key].items()}
+                if key in ("properties", "patternProperties", "$defs", "dependentSchemas")
+                and isinstance(schema[key], dict)
+                else _without_annotations(value)
+                if key not in ("const", "enum", "default")
+                else value
+            )
+            for key, value in schema.items()
+            if key not in ANNOTATIONS - {"$id", "$defs", "definitions", "id"}
+            and not key.startswith("x-")
+        }
+    if isinstance(schema, list):
+        return [_without_annotations(item) for item in schema]
+    return schema
+
+
+def _canonical(value: Any) -> str:
+    if value is _NONE:
+        return "\0none"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _accepts_all(schema: Any) -> bool:
+    """Whether `schema` accepts every value by its look alone (`true`, `{}`, annotations)."""
+    if schema is True:
+        return True
+    return isinstance(schema, dict) and all(
+        key in ANNOTATIONS or key.startswith("x-") or key == "default" for key in schema
+    )
+
+
+def _type_set(value: Any) -> frozenset[str] | None:
+    if value is None:
+        return _TYPES
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(name in _TYPES for name in names):
+        return None
+    return frozenset(names)
+
+
+def _covers(types: frozenset[str], name: str) -> bool:
+    return name in types or (name == "integer" and "number" in types)
+
+
+def _type_text(types: frozenset[str]) -> str:
+    return "any" if types == _TYPES else "|".join(sorted(types))
+
+
+def _allowed_values(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The values `const` and `enum` leave, by their canonical text; None for any value."""
+    values: dict[str, Any] | None = None
+    if isinstance(schema.get("enum"), list):
+        values = {_canonical(value): value for value in schema["enum"]}
+    if "const" in schema:
+        key = _canonical(schema["const"])
+        values = {} if values is not None and key not in values else {key: schema["const"]}
+    return values
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _names(value: Any) -> set[str]:
+    return {name for name in value if isinstance(name, str)} if isinstance(value, list) else set()
+
+
+def _renames(
+    removed: list[str], added: list[str], old: dict[str, Any], new: dict[str, Any]
+) -> dict[str, str]:
+    """Removed fields paired with added ones of the same schema, where the pair is the only one."""
+    renamed: dict[str, str] = {}
+    for was in removed:
+        same = [now for now in added if _meaning(old[was]) == _meaning(new[now])]
+        if len(same) == 1:
+            twins = [other for other in removed if _meaning(old[other]) == _meaning(new[same[0]])]
+            if len(twins) == 1:
+                renamed[was] = same[0]
+    return renamed
+
+
+def _dependency_parts(schema: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, Any]]:
+    """`dependentRequired` and `dependentSchemas`, with draft 7's `dependencies` split into them."""
+    names = {key: _names(value) for key, value in _mapping(schema.get("dependentRequired")).items()}
+    schemas = dict(_mapping(schema.get("dependentSchemas")))
+    for key, value in _mapping(schema.get("dependencies")).items():
+        if isinstance(value, list):
+            names[key] = names.get(key, set()) | _names(value)
+        else:
+            schemas[key] = value
+    return names, schemas
+
+
+def _array_parts(schema: dict[str, Any]) -> tuple[list[Any], Any, str]:
+    """The schemas of the first items, that of the rest, and the keyword holding the first."""
+    if isinstance(schema.get("items"), list):  # drafts before 2020-12
+        return schema["items"], schema.get("additionalItems", True), "items"
+    prefix = schema.get("prefixItems")
+    return (prefix if isinstance(prefix, list) else []), schema.get("items", True), "prefixItems"
+
+
+def _paired(
+    before: list[Any], after: list[Any]
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Branches matched: equal ones first, then the rest in order, and those left on each side."""
+    old_left = list(range(len(before)))
+    new_left = list(range(len(after)))
+    pairs: list[tuple[int, int]] = []
+    for old_index in list(old_left):
+        for new_index in new_left:
+            if _meaning(before[old_index]) == _meaning(after[new_index]):
+                pairs.append((old_index, new_index))
+                old_left.remove(old_index)
+                new_left.remove(new_index)
+                break
+    while old_left and new_left and len(old_left) == len(new_left):
+        pairs.append((old_left.pop(0), new_left.pop(0)))
+    return pairs, old_left, new_left
+
+
+def _told_apart(branches: list[Any], comparison: _Comparison, side: int) -> bool:
+    """Whether every branch requires one property to be a `const` of its own (a tag)."""
+    tags: list[dict[str, str]] = []
+    for branch in branches:
+        if isinstance(branch, dict) and set(branch) - ANNOTATIONS == {"$ref"}:
+            target = comparison._target(side, urljoin(comparison.bases[side], branch["$ref"]))
+            branch = target
+        if not isinstance(branch, dict):
+            return False
+        required = _names(branch.get("required"))
+        properties = _mapping(branch.get("properties"))
+        tags.append(
+            {
+                key: _canonical(properties[key]["const"])
+                for key in required
+                if isinstance(properties.get(key), dict) and "const" in properties[key]
+            }
+        )
+    if not tags:
+        return False
+    for key in tags[0]:
+        values = [tag.get(key) for tag in tags]
+        if None not in values and len(set(values)) == len(values):
+            return True
+    return False
+
+
+def _worst(changes: list[ContractChange]) -> _Sides:
+    sides: _Sides = SAME
+    for change in changes:
+        sides = _worse(sides, (change.readers, change.writers))
+    return sides
+
+
+def _worse(one: _Sides, two: _Sides) -> _Sides:
+    order = {COMPATIBLE: 0, UNKNOWN: 1, BREAKING: 2}
+    readers = max(one[0], two[0], key=order.__getitem__)
+    writers = max(one[1], two[1], key=order.__getitem__)
+    return readers, writers
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+def _base_of(bundle: dict[str, Any]) -> str:
+    identity = bundle.get("$id", bundle.get("id"))
+    return identity if isinstance(identity, str) else "urn:plancontracts:bundle"
+
+
+def _rebased(base: str, schema: dict[str, Any]) -> str:
+    identity = schema.get("$id")
+    return urldefrag(urljoin(base, identity))[0] if isinstance(identity, str) else base
+
+
+def _embedded(root: dict[str, Any], document: str, base: str) -> Any:
+    """The schema of `root` whose base URI is `document`: `root` itself or one it embeds."""
+    if document in ("", base):
+        return root
+    pending: list[tuple[Any, str]] = [(root, base)]
+    while pending:
+        node, at = pending.pop()
+        if isinstance(node, dict):
+            at = _rebased(at, node)
+            if at == document:
+                return node
+            pending += [(value, at) for key, value in node.items() if key not in ("const", "enum")]
+        elif isinstance(node, list):
+            pending += [(value, at) for value in node]
+    return _NONE
+
+
+def _anchored(document: Any, anchor: str) -> Any:
+    pending = [document]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node.get("$anchor") == anchor:
+                return node
+            pending += [value for key, value in node.items() if key not in ("const", "enum")]
+        elif isinstance(node, list):
+            pending += node
+    return _NONE
+
+
+def _fragment(uri: str) -> str:
+    document, fragment = urldefrag(uri)
+    return f"#{fragment}" if document.startswith("urn:plancontracts:") else uri
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _shown(value: Any) -> str:
+    if value is _NONE:
+        return "nothing"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _default(value: Any) -> str:
+    return "having no default" if value is _NONE else _shown(value)
+
+
+def _listed(values: Any) -> str:
+    items = list(values.values()) if isinstance(values, dict) else list(values)
+    shown = ", ".join(_shown(value) for value in items[:5])
+    return shown + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+# --- a revision's schemas, read with git ---------------------------------------------------
+
+MAX_REVISION_FILES = 10_000
+"Files of a folder read from a revision at most, whatever their size."
+
+
+@contextmanager
+def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path | None]:
+    """The schema folder `folder` as revision `revision` of its git repository held it.
+
+    Yields a temporary folder holding the revision's JSON files of `folder`
+    (read with git, no checkout: the working tree is not touched), removed
+    afterwards; None when the revision has no such folder. `folder` must be
+    inside a git working tree. Raises `UnusableSchema`, one line, when git is
+    missing, `folder` is not in a repository, the revision is not one of its
+    commits, or the files are more than a schema folder may hold.
+    """
+    if not isinstance(revision, str) or not revision or revision.startswith("-"):
+        raise UnusableSchema(f"{revision!r} is not a revision")
+    where = Path(folder)
+    if not where.is_dir():
+        raise UnusableSchema(f"{where}: no such folder")
+    prefix = _git(where, "rev-parse", "--show-prefix").strip()
+    commit = _git(
+        where,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        f"{revision}^{{commit}}",
+        failed=f"{revision!r} is not a commit of the repository {where} is in",
+    ).strip()
+    listing = _git(where, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", prefix)
+    entries: list[tuple[str, str]] = []
+    total = 0
+    for entry in filter(None, listing.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, kind, sha, size = meta.split()
+        if kind != "blob" or mode == "120000" or not path.endswith(".json"):
+            continue
+        total += int(size)
+        if total > MAX_SCHEMA_FOLDER_BYTES or len(entries) >= MAX_REVISION_FILES:
+            raise UnusableSchema(
+                f"{where} at {revision}: its JSON files hold more than a schema folder may "
+                f"({MAX_SCHEMA_FOLDER_BYTES >> 20} MiB)"
+            )
+        entries.append((sha, path[len(prefix) :]))
+    if not entries:
+        yield None
+        return
+    blobs = _git(
+        where, "cat-file", "--batch", given="".join(f"{sha}\n" for sha, _ in entries), raw=True
+    )
+    with tempfile.TemporaryDirectory(prefix="plancontracts-diff-") as temporary:
+        root = Path(temporary) / (where.resolve().name or "schemas")
+        offset = 0
+        for _, relative in entries:
+            header_end = blobs.index(b"\n", offset)
+            size = int(blobs[offset:header_end].split()[2])
+            data = blobs[header_end + 1 : header_end + 1 + size]
+            offset = header_end + 1 + size + 1
+            target = root / relative
+            if ".." in Path(relative).parts:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        try:
+            yield root
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _git(
+    where: Path,
+    *args: str,
+    failed: str | None = None,
+    given: str | None = None,
+    raw: bool = False,
+) -> Any:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(where), *args],
+            input=None if given is None else given.encode(),
+            capture_output=True,
+            check=False,
+            # No pager, no prompt for credentials, no configuration that runs a program.
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"},
+        )
+    except FileNotFoundError:
+        raise UnusableSchema("git is not installed: --against reads the revision with it") from None
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        if failed is None:
+            failed = said[-1] if said else f"git {args[0]} failed"
+            if "not a git repository" in failed:
+                failed = f"{where} is not in a git repository"
+        raise UnusableSchema(failed)
+    return done.stdout if raw else done.stdout.decode(errors="replace")
