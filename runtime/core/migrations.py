@@ -30,9 +30,11 @@ the core never names a family. A user's contract passes its own steps:
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -40,13 +42,16 @@ import msgspec
 from ...generated import FAMILIES
 from .contracts import AnyContract, contract_name, contract_schema, is_bundled, root_type
 from .errors import ContractError, MigrationFailed, Violation, Violations
+from .files import replace_file, staged_file
 from .plain_text import one_line
 
 __all__ = [
     "Migrated",
     "MigrationStep",
     "Taken",
+    "backup_path",
     "current_version",
+    "keep_and_replace",
     "reads_valid",
     "steps_of",
     "upgraded",
@@ -272,3 +277,38 @@ def _run(
 
 def _why(error: Exception) -> str:
     return one_line(f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
+
+
+def backup_path(path: Path, version: int) -> Path:
+    """Where a store keeps `path`'s document of `version` when it migrates it: beside it.
+
+    `NAME.vVERSION.bak` (`session.json.v0.bak`), or, when a file has that
+    name already (a backup of an earlier migration), `NAME.vVERSION.N.bak`
+    with the first free N from 1: an earlier backup is never replaced.
+    """
+    candidate = path.with_name(f"{path.name}.v{version}.bak")
+    number = 0
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = path.with_name(f"{path.name}.v{version}.{number}.bak")
+    return candidate
+
+
+def keep_and_replace(path: Path, old: bytes, new: bytes, version: int) -> Path:
+    """Keep `old`, `path`'s document of `version`, beside it, then replace `path` with `new`.
+
+    The backup is written whole first, to a name no file has (see
+    `backup_path`), made exclusively, never through a link; only then is
+    `path` replaced, atomically (`files.replace_file`). A signal or crash at
+    any moment leaves the old document in `path` or in the backup, never
+    lost. The caller holds `path`'s lock (`files.locked`) around its read and
+    this call. Returns the backup's path; raises OSError when either write fails.
+    """
+    backup = backup_path(path, version)
+    part = staged_file(path, old)
+    try:
+        os.link(part, backup)  # fails rather than replace a backup made since
+    finally:
+        part.unlink(missing_ok=True)
+    replace_file(path, new)
+    return backup

@@ -13,8 +13,8 @@ The step recovers what the plans allow and says what it could not:
 - its horizon, which jenbina kept nowhere: the option `horizon` gives it,
   one for every goal (`short`) or one per goal in order (`short,mid`);
   `short`, the schema's first, when not given;
-- a plan's missing `consecutive_overrides` as 0; fields the contract does
-  not know (a fixture's `_source`) are dropped, each named.
+- a plan's missing `consecutive_overrides` as 0; a note a fixture added
+  beside `plans` (`_source`) is dropped, and named.
 """
 
 from __future__ import annotations
@@ -39,7 +39,11 @@ _TOP_FIELDS = {field.encode_name for field in msgspec.structs.fields(GoalPlannin
 
 
 def _recognizes(value: Any) -> bool:
-    if not isinstance(value, dict) or "goals" in value:
+    # `to_dict` writes `plans` alone; a key starting with `_` is a note a fixture added
+    # (`_source`). Anything else is another document, such as `get_planning_stats`' report.
+    if not isinstance(value, dict) or any(
+        key != "plans" and not key.startswith("_") for key in value
+    ):
         return False
     plans = value.get("plans")
     return isinstance(plans, list) and all(

@@ -50,6 +50,7 @@ from ..core.contracts import root_type
 from ..core.errors import (
     ContractError,
     GenerationFailed,
+    MigrationFailed,
     StreamError,
     UsageError,
     Violation,
@@ -57,6 +58,7 @@ from ..core.errors import (
 )
 from ..core.files import locked, replace_file
 from ..core.rules import Rules
+from ..core.stored import current_document
 from ..core.validation import decode, parse_document
 from .blocks import ABSENT, Normalized, normalize_block
 from .mechanics import ABILITIES, AVERAGE_SCORE, MAX_SCORE, EarlyBreak, mode_of, topic_key
@@ -145,6 +147,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help=f"with --state: game minutes a Story-mode turn takes (default {STORY_MINUTES})",
     )
+    think.add_argument(
+        "--calendar",
+        metavar="START",
+        help="with --state: the campaign's start as an ISO 8601 date and time, to upgrade a "
+        "session whose frozen plans hold WorldArchitect's world-time strings",
+    )
     think.set_defaults(run=_think)
 
     normalize = commands.add_parser(
@@ -177,7 +185,12 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
             raise UsageError(f"an empty situation: {label(text)!r}")
     if args.state is None and (args.topic or args.lift):
         raise UsageError("--topic and --lift apply to a planning session: give --state FILE")
-    session = _read_session(args.state) if args.state is not None else None
+    session = None
+    if args.state is not None and not os.access(Path(args.state).parent, os.W_OK | os.X_OK):
+        session = _read_session(args.state)  # says, before any lock file, that it cannot write
+    elif args.state is not None:
+        with _turn(args.state):  # an old session is upgraded on open, under the file's lock
+            session = _read_session(args.state, upgrade=True, calendar=args.calendar)
     thinker: Thinker | None = None  # loaded for the first situation that needs it
     abilities = {ability: getattr(args, ability.lower()) for ability in ABILITIES}
     status = EXIT_OK
@@ -220,11 +233,16 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
     return status
 
 
-def _read_session(name: str) -> PlanningSession:
+def _read_session(
+    name: str, *, upgrade: bool = False, calendar: str | None = None
+) -> PlanningSession:
     """The planning session in file `name`, or a new one when there is no such file.
 
-    Raises UsageError, in one line, when it cannot be read or is not a valid
-    `planning-session` document.
+    With `upgrade` (the caller holds the file's lock), a session an older
+    version stored is migrated and written back, the old kept beside it (see
+    `core.stored`; `calendar` is the steps' option). Raises UsageError, in
+    one line, when it cannot be read, cannot be upgraded or is not a valid
+    `planning-session` document, and StreamError when it cannot be written.
     """
     folder = Path(name).parent
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -249,6 +267,16 @@ def _read_session(name: str) -> PlanningSession:
         raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
     if isinstance(data, Violation):
         raise UsageError(f"--state {label(name)}: {data.message}")
+    if upgrade:
+        try:
+            options = {} if calendar is None else {"calendar": calendar}
+            data = current_document(PLANNING_SESSION, Path(name), data, say=say, options=options)
+        except MigrationFailed as error:
+            raise UsageError(f"--state {label(name)}: {error}") from None
+        except OSError as error:
+            raise StreamError(
+                f"--state {label(name)}: cannot upgrade it: {reason(error)}"
+            ) from None
     try:
         session: PlanningSession = decode(PLANNING_SESSION, data)
     except ContractError as error:
