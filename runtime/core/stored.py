@@ -63,7 +63,6 @@ def current_document(
     backup = keep_and_replace(path, data, new, migrated.steps[0].step.reads)
     for line in migrated.lines():
         say(f"{path}: {line}")
-    say(
-        f"{path}: upgraded to {contract_name(contract)}'s current version; the old kept as {backup}"
-    )
+    name = contract_name(contract)
+    say(f"{path}: upgraded to {name}'s current version; the old document kept as {backup}")
     return new
