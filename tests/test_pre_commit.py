@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,28 +198,80 @@ def test_generate_check_passes_fresh_models_and_fails_stale_ones(project: Path, 
     assert "kitchen/models is stale" in done.stdout
 
 
-def test_try_repo_runs_a_hook_of_the_checkout(
-    project: Path, hooks: tuple[Path, str], tmp_path: Path
+def test_validate_without_args_fails_in_one_line(
+    project: Path, hooks: tuple[Path, str], home: Path
 ) -> None:
-    """pre-commit's own way to try a hook repository: its hooks with no `args`.
-
-    plancontracts-validate then takes the first file for a contract's name, so
-    it fails in one line that says what it lacks.
-    """
-    repository, _ = hooks
+    """A hook with no `args`: plancontracts-validate takes the first file for a contract's name."""
+    repository, commit = hooks
+    config = f"repos:\n  - repo: {repository}\n    rev: {commit}\n"
+    config += "    hooks:\n      - id: plancontracts-validate\n"
+    (project / "bare.yaml").write_text(config, encoding="utf-8")
     done = pre_commit(
-        "try-repo",
-        str(repository),
-        "plancontracts-validate",
-        "--files",
-        "recipes/soup.json",
-        cwd=project,
-        home=tmp_path / "try-repo-home",
+        "run", "--config", "bare.yaml", "--files", "recipes/soup.json", cwd=project, home=home
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "- exit code: 2" in done.stdout  # a usage error
     assert (
         "plancontracts: error: give the documents to validate after the contract's name"
         in done.stdout
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def edit_recipe(project: Path, **changes: Any) -> None:
+    """Change the project's recipe schema (its root keys, and `required`) and stage it."""
+    path = project / "schemas/recipes/recipe.json"
+    schema = json.loads(path.read_text())
+    schema.update(changes)
+    path.write_text(json.dumps(schema, indent=2))
+    git("add", "--all", cwd=project)
+
+
+def test_diff_fails_a_breaking_change_until_the_version_is_raised(
+    project: Path, home: Path
+) -> None:
+    schema = "schemas/recipes/recipe.json"
+    edit_recipe(project, **{"x-version": 1})
+    # The first commit: every contract is new.
+    done = run_hook("plancontracts-diff", schema, project=project, home=home)
+    assert done.returncode == 0, done.stdout + done.stderr
+    git("commit", "--quiet", "--message", "recipes", cwd=project)
+    edit_recipe(project, required=["name", "servings", "notes"])
+    done = run_hook("plancontracts-diff", schema, project=project, home=home)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "recipe #/required: field required: readers breaking" in done.stdout
+    assert "recipe: a change that is not compatible, and x-version 1 -> 1: raise it" in (
+        done.stdout
+    )
+    edit_recipe(project, **{"x-version": 2})
+    done = run_hook("plancontracts-diff", schema, project=project, home=home)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_try_repo_runs_the_diff_hook_of_the_checkout(
+    project: Path, hooks: tuple[Path, str], tmp_path: Path
+) -> None:
+    """pre-commit's own way to try a hook repository: its hooks with no `args`.
+
+    plancontracts-diff then compares schemas/ with the last commit and fails on
+    any change that is not compatible for both sides.
+    """
+    repository, _ = hooks
+    git("commit", "--quiet", "--message", "recipes", cwd=project)
+    edit_recipe(project, additionalProperties=True)
+    done = pre_commit(
+        "try-repo",
+        str(repository),
+        "plancontracts-diff",
+        "--files",
+        "schemas/recipes/recipe.json",
+        cwd=project,
+        home=tmp_path / "try-repo-home",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "- exit code: 1" in done.stdout
+    assert (
+        "recipe #/additionalProperties: additional properties opened: readers compatible, "
+        "writers breaking" in done.stdout
     )
     assert "Traceback" not in done.stdout + done.stderr

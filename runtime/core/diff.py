@@ -247,7 +247,19 @@ def diff_bundles(
                 )
             )
         else:
-            changes += _Comparison(name, old[name], new[name]).changes
+            try:
+                changes += _Comparison(name, old[name], new[name]).changes
+            except RecursionError:  # the walk follows nesting and references by recursion
+                changes.append(
+                    ContractChange(
+                        name,
+                        "",
+                        "schema-changed",
+                        UNKNOWN,
+                        UNKNOWN,
+                        "its schemas nest or refer too deeply to be compared",
+                    )
+                )
     return changes
 
 
@@ -259,8 +271,8 @@ def unbumped(
     """The contracts with a change that is not compatible and a version that was not raised.
 
     Maps each to its old and new `x-version`. A contract whose version rose
-    (from none to one, or to a larger integer) may break; a removed contract
-    is always named.
+    may break; a schema without one is at version 1; a removed contract is
+    always named.
     """
     left: dict[str, tuple[int | None, int | None]] = {}
     for change in changes:
@@ -268,10 +280,13 @@ def unbumped(
             continue
         before = version_of(old.get(change.contract, {}))
         after = version_of(new.get(change.contract, {}))
-        raised = after is not None and (before is None or after > before)
-        if not raised:
+        if _or_first(after) <= _or_first(before):
             left[change.contract] = (before, after)
     return left
+
+
+def _or_first(version: int | None) -> int:
+    return 1 if version is None else version
 
 
 class _Comparison:
@@ -646,7 +661,7 @@ class _Comparison:
         added = [key for key in new_props if key not in old_props]
         removed = [key for key in old_props if key not in new_props]
         renamed = _renames(removed, added, old_props, new_props)
-        for key in old_props.keys() & new_props.keys():
+        for key in [key for key in new_props if key in old_props]:  # in the schema's order
             self._compare(old_props[key], new_props[key], f"{at}/properties/{_escape(key)}", bases)
         for key in added:
             if key in renamed.values():
@@ -1051,14 +1066,17 @@ def _renames(
     removed: list[str], added: list[str], old: dict[str, Any], new: dict[str, Any]
 ) -> dict[str, str]:
     """Removed fields paired with added ones of the same schema, where the pair is the only one."""
-    renamed: dict[str, str] = {}
+    gone: dict[str, list[str]] = {}
+    came: dict[str, list[str]] = {}
     for was in removed:
-        same = [now for now in added if _meaning(old[was]) == _meaning(new[now])]
-        if len(same) == 1:
-            twins = [other for other in removed if _meaning(old[other]) == _meaning(new[same[0]])]
-            if len(twins) == 1:
-                renamed[was] = same[0]
-    return renamed
+        gone.setdefault(_meaning(old[was]), []).append(was)
+    for now in added:
+        came.setdefault(_meaning(new[now]), []).append(now)
+    return {
+        names[0]: came[meaning][0]
+        for meaning, names in gone.items()
+        if len(names) == 1 and len(came.get(meaning, ())) == 1
+    }
 
 
 def _dependency_parts(schema: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, Any]]:
@@ -1085,18 +1103,22 @@ def _paired(
     before: list[Any], after: list[Any]
 ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     """Branches matched: equal ones first, then the rest in order, and those left on each side."""
-    old_left = list(range(len(before)))
-    new_left = list(range(len(after)))
+    waiting: dict[str, list[int]] = {}
+    for new_index, branch in enumerate(after):
+        waiting.setdefault(_meaning(branch), []).append(new_index)
     pairs: list[tuple[int, int]] = []
-    for old_index in list(old_left):
-        for new_index in new_left:
-            if _meaning(before[old_index]) == _meaning(after[new_index]):
-                pairs.append((old_index, new_index))
-                old_left.remove(old_index)
-                new_left.remove(new_index)
-                break
-    while old_left and new_left and len(old_left) == len(new_left):
-        pairs.append((old_left.pop(0), new_left.pop(0)))
+    old_left: list[int] = []
+    for old_index, branch in enumerate(before):
+        same = waiting.get(_meaning(branch))
+        if same:
+            pairs.append((old_index, same.pop(0)))
+        else:
+            old_left.append(old_index)
+    matched = {new_index for _, new_index in pairs}
+    new_left = [index for index in range(len(after)) if index not in matched]
+    if len(old_left) == len(new_left):
+        pairs += zip(old_left, new_left, strict=True)
+        old_left, new_left = [], []
     return pairs, old_left, new_left
 
 
@@ -1231,10 +1253,11 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
 
     Yields a temporary folder holding the revision's JSON files of `folder`
     (read with git, no checkout: the working tree is not touched), removed
-    afterwards; None when the revision has no such folder. `folder` must be
-    inside a git working tree. Raises `UnusableSchema`, one line, when git is
-    missing, `folder` is not in a repository, the revision is not one of its
-    commits, or the files are more than a schema folder may hold.
+    afterwards; None when the revision has no such folder, or is `HEAD` before
+    the first commit. `folder` must be inside a git working tree. Raises
+    `UnusableSchema`, one line, when git is missing, `folder` is not in a
+    repository, the revision is not one of its commits, or the files are more
+    than a schema folder may hold.
     """
     if not isinstance(revision, str) or not revision or revision.startswith("-"):
         raise UnusableSchema(f"{revision!r} is not a revision")
@@ -1242,6 +1265,9 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
     if not where.is_dir():
         raise UnusableSchema(f"{where}: no such folder")
     prefix = _git(where, "rev-parse", "--show-prefix").strip()
+    if revision == "HEAD" and not _has_commits(where):
+        yield None  # the first commit: every contract is new (a pre-commit hook's case)
+        return
     commit = _git(
         where,
         "rev-parse",
@@ -1289,6 +1315,14 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
             yield root
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _has_commits(where: Path) -> bool:
+    try:
+        _git(where, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except UnusableSchema:
+        return False
+    return True
 
 
 def _git(
