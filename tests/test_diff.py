@@ -233,6 +233,25 @@ def test_a_reference_to_another_definition_is_judged_by_what_it_names() -> None:
     assert verdicts(old, same) == {("/properties/a/$ref", "ref-target-changed", C, C)}
 
 
+@pytest.mark.parametrize(
+    ("where", "pointer"),
+    [
+        ({"properties": {"a": {"$ref": "#/$defs/d"}}}, "/$defs/d/maximum"),
+        ({"items": {"$ref": "#/$defs/d"}}, "/$defs/d/maximum"),
+        ({"anyOf": [{"$ref": "#/$defs/d"}, {"type": "string"}]}, "/$defs/d/maximum"),
+        ({"additionalProperties": {"$ref": "#/$defs/d"}}, "/$defs/d/maximum"),
+        ({"if": {"$ref": "#/$defs/d"}, "then": {"type": "integer"}}, "/if"),
+    ],
+)
+def test_a_definition_changed_is_found_through_every_reference(
+    where: dict[str, Any], pointer: str
+) -> None:
+    """Equal text that refers to a definition may still differ: by the definition."""
+    old = {"$defs": {"d": {"type": "integer", "maximum": 3}}, **where}
+    new = {"$defs": {"d": {"type": "integer"}}, **where}
+    assert {change[0] for change in verdicts(old, new)} == {pointer}
+
+
 def test_a_recursive_definition_is_compared_once() -> None:
     node: dict[str, Any] = {
         "type": "object",
@@ -266,6 +285,14 @@ def test_branches_told_apart_by_a_tag_are_compared_as_any_of() -> None:
     assert verdicts(old, new) == {("/oneOf/0/properties/n/type", "type-widened", *WIDER)}
     added = {"oneOf": [*old["oneOf"], tagged("c", {})]}
     assert verdicts(old, added) == {("/oneOf/2", "branch-added", *WIDER)}
+
+
+def test_one_of_added_with_a_branch_taking_everything_still_refuses() -> None:
+    # A value both branches take matches two: `oneOf` refuses it.
+    old = {"type": ["string", "null"]}
+    moved = ("/type", "type-widened", *WIDER)  # the type went into the branches
+    assert verdicts(old, {"oneOf": [old, {}]}) == {moved, ("/oneOf", "constraint-added", B, C)}
+    assert verdicts(old, {"anyOf": [old, {}]}) == {moved, ("/anyOf", "constraint-added", C, C)}
 
 
 def test_inside_not_the_sides_trade_places() -> None:
@@ -310,6 +337,10 @@ LEAVES: list[dict[str, Any]] = [
     {"anyOf": [{"type": "string"}, {"type": "integer"}]},
     {"$ref": "#/$defs/small"},
     {"$ref": "#/$defs/word"},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+    {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
     {},
 ]
 DEFINITIONS = {"small": {"type": "integer", "maximum": 3}, "word": {"type": "string"}}
@@ -351,6 +382,9 @@ def edits(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
                     "rename",
                     "enum",
                     "definition",
+                    "keyword",
+                    "keyword",
+                    "wrap",
                 ]
             )
         )
@@ -383,7 +417,48 @@ def edits(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
             }
         elif kind == "definition":
             new["$defs"] = {**new["$defs"], "small": draw(st.sampled_from(LEAVES[5:8]))}
+        elif kind == "keyword" and properties:
+            name = draw(st.sampled_from(sorted(properties)))
+            keyword, values = draw(st.sampled_from(KEYWORDS))
+            edited = dict(properties[name])
+            if keyword in edited and draw(st.booleans()):
+                del edited[keyword]
+            else:
+                edited[keyword] = draw(values)
+            properties[name] = edited
+        elif kind == "wrap" and properties:
+            name = draw(st.sampled_from(sorted(properties)))
+            combinator = draw(st.sampled_from(["anyOf", "oneOf", "allOf", "not"]))
+            other = draw(st.sampled_from(LEAVES))
+            was = properties[name]
+            if isinstance(was, dict) and set(was) <= {"anyOf", "oneOf", "allOf"} and was:
+                (branches,) = was.values()
+                properties[name] = branches[0]  # unwrapped
+            elif combinator == "not":
+                properties[name] = {**was, "not": other}
+            else:
+                properties[name] = {combinator: [was, other]}
     return new
+
+
+# Keywords one edit sets or removes on a field's schema, with the values it draws.
+KEYWORDS: list[tuple[str, st.SearchStrategy[Any]]] = [
+    ("maxLength", st.integers(0, 4)),
+    ("minLength", st.integers(0, 3)),
+    ("minimum", st.integers(-1, 4)),
+    ("maximum", st.integers(0, 6)),
+    ("exclusiveMaximum", st.integers(0, 6)),
+    ("multipleOf", st.sampled_from([1, 2, 4, 0.5])),
+    ("pattern", st.sampled_from(["^x", "^y", "z"])),
+    (
+        "type",
+        st.sampled_from(["string", "integer", "number", ["string", "null"], ["integer", "string"]]),
+    ),
+    ("maxItems", st.integers(0, 3)),
+    ("uniqueItems", st.booleans()),
+    ("const", st.sampled_from(["p", 1, None])),
+    ("default", st.sampled_from(["p", 1])),
+]
 
 
 def values_of(schema: Any, definitions: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -403,8 +478,10 @@ def values_of(schema: Any, definitions: dict[str, Any]) -> st.SearchStrategy[Any
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
-    if "anyOf" in schema:
-        return st.one_of(*(values_of(branch, definitions) for branch in schema["anyOf"]))
+    for combinator in ("anyOf", "oneOf", "allOf"):
+        if combinator in schema:
+            branches = schema[combinator]
+            return st.one_of(*(values_of(branch, definitions) for branch in branches))
     kind = schema.get("type")
     if kind == "object":
         properties = schema.get("properties", {})
@@ -419,7 +496,10 @@ def values_of(schema: Any, definitions: dict[str, Any]) -> st.SearchStrategy[Any
         )
         return st.tuples(extra, fields).map(lambda both: {**both[0], **both[1]})
     if kind == "array":
-        return st.lists(values_of(schema.get("items", True), definitions), max_size=3)
+        rest = schema.get("items", True)
+        items = st.lists(values_of(True if rest is False else rest, definitions), max_size=2)
+        prefix = [values_of(item, definitions) for item in schema.get("prefixItems", [])]
+        return st.tuples(st.tuples(*prefix), items).map(lambda both: [*both[0], *both[1]])
     return scalars
 
 

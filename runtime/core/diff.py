@@ -338,8 +338,8 @@ class _Comparison:
                 self._add(at, "schema-changed", UNDECIDED, "not a schema this check reads")
             return
         bases = (_rebased(bases[0], old), _rebased(bases[1], new))
-        if _meaning(old) == _meaning(new) and bases[0] == bases[1] and "$ref" not in old:
-            return  # the same schema: nothing below it can differ (a `$ref` may, by its target)
+        if bases[0] == bases[1] and _same(old, new):
+            return  # the same schema, referring to nothing that could differ
         if any(key.startswith("unevaluated") for key in (*old, *new)):
             # Which properties or items are "evaluated" depends on every other keyword.
             self._add(
@@ -358,7 +358,7 @@ class _Comparison:
         self._objects(old, new, at, bases)
         self._arrays(old, new, at, bases)
         self._combinations(old, new, at, bases)
-        if old.get("propertyNames", True) != new.get("propertyNames", True):
+        if not _same(old.get("propertyNames", True), new.get("propertyNames", True)):
             self._compare(
                 old.get("propertyNames", True),
                 new.get("propertyNames", True),
@@ -650,7 +650,7 @@ class _Comparison:
     def _objects(
         self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
     ) -> None:
-        if all(_canonical(old.get(k)) == _canonical(new.get(k)) for k in _OBJECT):
+        if all(_same(old.get(k), new.get(k)) for k in _OBJECT):
             return
         old_props, new_props = _mapping(old.get("properties")), _mapping(new.get("properties"))
         old_required, new_required = _names(old.get("required")), _names(new.get("required"))
@@ -712,9 +712,9 @@ class _Comparison:
                 WIDER,
                 f"{key!r} is no longer required: old code expects it",
             )
-        if _canonical(old_rest) != _canonical(new_rest):
+        if not _same(old_rest, new_rest):
             self._rest(old_rest, new_rest, f"{at}/additionalProperties", bases)
-        if _canonical(old_patterns) != _canonical(new_patterns):
+        if not _same(old_patterns, new_patterns):
             for pattern in sorted(old_patterns.keys() | new_patterns.keys()):
                 where = f"{at}/patternProperties/{_escape(pattern)}"
                 if pattern in old_patterns and pattern in new_patterns:
@@ -758,16 +758,21 @@ class _Comparison:
                 return NARROWER, "added: old documents may hold any value under that name"
             return WIDER, "removed: new documents may hold any value under that name"
         # The rest is a schema: the field is compared with it.
-        before, seen = len(self.changes), set(self.seen)
-        self._compare(rest, schema, "", bases) if appears else self._compare(
-            schema, rest, "", bases
-        )
-        judged = self.changes[before:]
-        del self.changes[before:]
-        self.seen = seen  # what was followed here is told again where it stands
+        judged = self._judged([(rest, schema) if appears else (schema, rest)], bases)
         if not judged:
             return SAME, "added or removed: `additionalProperties` gave it the same schema"
         return _worst(judged), "compared with `additionalProperties`, which held it"
+
+    def _judged(self, pairs: list[tuple[Any, Any]], bases: tuple[str, str]) -> list[ContractChange]:
+        """The changes between each pair of schemas, judged aside: not told as changes here."""
+        before, seen = len(self.changes), set(self.seen)
+        for old, new in pairs:
+            if old is not None and new is not None:
+                self._compare(old, new, "", bases)
+        judged = self.changes[before:]
+        del self.changes[before:]
+        self.seen = seen  # what was followed here is told again where it stands
+        return judged
 
     def _rest(self, old: Any, new: Any, at: str, bases: tuple[str, str]) -> None:
         if old is False and _accepts_all(new):
@@ -818,7 +823,7 @@ class _Comparison:
     def _arrays(
         self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
     ) -> None:
-        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _ARRAY):
+        if not all(_same(old.get(k), new.get(k)) for k in _ARRAY):
             (old_prefix, old_rest, _), (new_prefix, new_rest, new_key) = map(
                 _array_parts, (old, new)
             )
@@ -833,7 +838,7 @@ class _Comparison:
                 self._compare(before, after, where, bases)
             rest_at = f"{at}/{'items' if new_key == 'prefixItems' else 'additionalItems'}"
             self._compare(old_rest, new_rest, rest_at, bases)
-        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _CONTAINS):
+        if not all(_same(old.get(k), new.get(k)) for k in _CONTAINS):
             if "maxContains" in old or "maxContains" in new:
                 self._add(
                     f"{at}/contains",
@@ -875,14 +880,17 @@ class _Comparison:
     def _combinations(
         self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
     ) -> None:
-        if any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _CONDITION):
+        if not all(_same(old.get(k), new.get(k)) for k in _CONDITION) and (
+            any(_canonical(old.get(k)) != _canonical(new.get(k)) for k in _CONDITION)
+            or self._judged([(old.get(k), new.get(k)) for k in _CONDITION], bases)
+        ):
             self._add(
                 f"{at}/if",
                 "keyword-changed",
                 UNDECIDED,
                 "`if`/`then`/`else` changed: what each branch takes is not decided",
             )
-        if _canonical(old.get("not")) != _canonical(new.get("not")):
+        if not _same(old.get("not"), new.get("not")):
             if "not" not in old:
                 self._add(f"{at}/not", "constraint-added", NARROWER, "`not` added")
             elif "not" not in new:
@@ -903,14 +911,19 @@ class _Comparison:
         bases: tuple[str, str],
     ) -> None:
         before, after = old.get(keyword), new.get(keyword)
-        if _canonical(before) == _canonical(after):
+        if _same(before, after):
             return
         where = f"{at}/{keyword}"
         if not isinstance(before, list) or not isinstance(after, list):
             if before is None and isinstance(after, list):
-                sides = SAME if keyword != "allOf" and any(map(_accepts_all, after)) else NARROWER
-                if keyword == "allOf" and all(map(_accepts_all, after)):
-                    sides = SAME
+                # Nothing is refused only where the new keyword takes every value: all of
+                # `allOf`'s schemas, any of `anyOf`'s, or `oneOf`'s only one (two overlap).
+                takes_all = {
+                    "allOf": all(map(_accepts_all, after)),
+                    "anyOf": any(map(_accepts_all, after)),
+                    "oneOf": len(after) == 1 and _accepts_all(after[0]),
+                }[keyword]
+                sides = SAME if takes_all else NARROWER
                 self._add(where, "constraint-added", sides, f"`{keyword}` added")
             elif after is None and isinstance(before, list):
                 self._add(where, "constraint-removed", WIDER, f"`{keyword}` removed")
@@ -1011,6 +1024,12 @@ def _canonical(value: Any) -> str:
     if value is _NONE:
         return "\0none"
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _same(one: Any, two: Any) -> bool:
+    """Whether two schemas are the same text and refer to nothing (a target may differ)."""
+    text = _canonical(one)
+    return text == _canonical(two) and '"$ref"' not in text and '"$dynamicRef"' not in text
 
 
 def _accepts_all(schema: Any) -> bool:
