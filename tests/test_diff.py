@@ -776,3 +776,24 @@ def test_every_bundled_contract_has_a_version() -> None:
 
     assert set(VERSIONS) == set(CONTRACTS)
     assert all(isinstance(version, int) and version >= 1 for version in VERSIONS.values())
+
+
+def test_a_generated_package_lists_versions_and_is_compared_by_its_schemas(
+    tmp_path: Path,
+) -> None:
+    from plancontracts.codegen import generate
+
+    write(tmp_path / "v1" / "food" / "recipe.json", {"x-version": 3, **RECIPE})
+    write(tmp_path / "v1" / "food" / "menu.json", {"type": "array"})
+    generate.write(tmp_path / "v1", tmp_path / "old")
+    index = (tmp_path / "old" / "__init__.py").read_text(encoding="utf-8")
+    assert 'VERSIONS: _typing.Final[dict[str, int]] = {\n    "recipe": 3,\n}' in index
+    write(
+        tmp_path / "v2" / "food" / "recipe.json",
+        {"x-version": 4, **edited(lambda s: s[P[1:]].pop("diet"))},
+    )
+    write(tmp_path / "v2" / "food" / "menu.json", {"type": "array"})
+    generate.write(tmp_path / "v2", tmp_path / "new")
+    done = cli("diff", "--unless-bumped", str(tmp_path / "old"), str(tmp_path / "new"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("recipe #/properties/diet: field removed: readers breaking")
