@@ -797,3 +797,16 @@ def test_a_generated_package_lists_versions_and_is_compared_by_its_schemas(
     done = cli("diff", "--unless-bumped", str(tmp_path / "old"), str(tmp_path / "new"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("recipe #/properties/diet: field removed: readers breaking")
+
+
+@needs_git
+@pytest.mark.process
+def test_a_revision_schema_that_cannot_be_used_is_named_at_the_revision(repository: Path) -> None:
+    (repository / "schemas" / "food" / "recipe.json").write_text('{"type": 7}', encoding="utf-8")
+    git("commit", "-q", "-am", "broken", cwd=repository)
+    write(repository / "schemas" / "food" / "recipe.json", RECIPE)
+    done = cli("diff", "--against", "HEAD", cwd=repository)
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "plancontracts: error: schemas at HEAD: food/recipe.json#/type: not a valid JSON Schema"
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from contextlib import ExitStack
 from pathlib import Path
 
 from ..commandkit import EXIT_INVALID, EXIT_OK, Output, say
@@ -12,9 +11,10 @@ from ..core.diff import (
     BREAKING,
     UNKNOWN,
     ContractChange,
+    bundles_at,
     bundles_of,
+    bundles_to_compare,
     diff_bundles,
-    schemas_at,
     unbumped,
 )
 from ..core.errors import UnusableSchema, UsageError, printable
@@ -61,33 +61,21 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _diff(args: argparse.Namespace, out: Output) -> int:
     paths: list[Path] = args.paths
-    with ExitStack() as stack:
-        try:
-            if args.against is not None:
-                if len(paths) > 1:
-                    raise UsageError("with --against, give one FOLDER (or none: schemas)")
-                folder = paths[0] if paths else DEFAULT_FOLDER
-                if not folder.is_dir():
-                    raise UsageError(
-                        printable(f"{folder}: no such folder (name the schema folder)")
-                    )
-                at = stack.enter_context(schemas_at(args.against, folder))
-                old = {} if at is None else bundles_of(at)
-                new = bundles_of(folder)
-            else:
-                if len(paths) != 2:
-                    raise UsageError(f"give OLD and NEW (or --against REV), not {len(paths)} paths")
-                for path in paths:
-                    if not path.exists():
-                        raise UsageError(printable(f"{path}: no such file or folder"))
-                if paths[0].is_file() != paths[1].is_file():
-                    raise UsageError("OLD and NEW are two files or two folders, not one of each")
-                old, new = bundles_of(paths[0]), bundles_of(paths[1])
-                if paths[0].is_file():  # one contract, whatever each file is named
-                    (name,) = new
-                    old = {name: next(iter(old.values()))}
-        except UnusableSchema as error:
-            raise UsageError(printable(str(error))) from None
+    try:
+        if args.against is not None:
+            if len(paths) > 1:
+                raise UsageError("with --against, give one FOLDER (or none: schemas)")
+            folder = paths[0] if paths else DEFAULT_FOLDER
+            if not folder.is_dir():
+                raise UsageError(printable(f"{folder}: no such folder (name the schema folder)"))
+            old = bundles_at(args.against, folder)
+            new = bundles_of(folder)
+        else:
+            if len(paths) != 2:
+                raise UsageError(f"give OLD and NEW (or --against REV), not {len(paths)} paths")
+            old, new = bundles_to_compare(*paths)
+    except UnusableSchema as error:
+        raise UsageError(printable(str(error))) from None
     changes = diff_bundles(old, new)
     for change in changes:
         text = json.dumps(change.to_json(), ensure_ascii=False) if args.json else change.line()

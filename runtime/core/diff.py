@@ -55,7 +55,9 @@ __all__ = [
     "UNKNOWN",
     "ContractChange",
     "Verdict",
+    "bundles_at",
     "bundles_of",
+    "bundles_to_compare",
     "diff",
     "diff_bundles",
     "schemas_at",
@@ -198,14 +200,31 @@ def diff(
     new file); two folders contract by contract, a contract only one of them
     holds being added or removed. `resources` are more schemas references may
     name, as for `load_contracts`. Raises `UnusableSchema`, naming the file,
-    for a schema either side cannot use.
+    for a schema either side cannot use, a path that is missing, or a file
+    given with a folder.
     """
+    return diff_bundles(*bundles_to_compare(old, new, resources=resources))
+
+
+def bundles_to_compare(
+    old: str | os.PathLike[str],
+    new: str | os.PathLike[str],
+    *,
+    resources: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The bundled contracts `diff` compares for `old` and `new` (see `diff`)."""
+    for path in (old, new):
+        if not Path(path).exists():
+            raise UnusableSchema(f"{os.fspath(path)}: no such file or folder")
+    files = Path(old).is_file(), Path(new).is_file()
+    if files[0] != files[1]:
+        raise UnusableSchema("OLD and NEW are two files or two folders, not one of each")
     old_bundles = bundles_of(old, resources=resources)
     new_bundles = bundles_of(new, resources=resources)
-    if Path(old).is_file() and Path(new).is_file():
+    if files[0]:  # one contract, whatever each file is named
         (name,) = new_bundles
         old_bundles = {name: next(iter(old_bundles.values()))}
-    return diff_bundles(old_bundles, new_bundles)
+    return old_bundles, new_bundles
 
 
 def bundles_of(
@@ -216,6 +235,25 @@ def bundles_of(
     Raises `UnusableSchema` naming the file (the folder first) for one that cannot be used.
     """
     return bundled(path, resources=resources)
+
+
+def bundles_at(
+    revision: str, folder: str | os.PathLike[str], *, resources: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each contract of the schema folder `folder` as git revision `revision` held it, bundled.
+
+    None of them where the revision has no such folder. Raises
+    `UnusableSchema` as `schemas_at` does, and for a schema of the revision
+    that cannot be used, naming it as `FOLDER at REVISION: FILE`.
+    """
+    with schemas_at(revision, folder) as at:
+        if at is None:
+            return {}
+        try:
+            return bundles_of(at, resources=resources)
+        except UnusableSchema as error:
+            said = str(error).replace(str(at), f"{os.fspath(folder)} at {revision}", 1)
+            raise UnusableSchema(said) from None
 
 
 def diff_bundles(
