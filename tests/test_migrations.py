@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from plancontracts import (
     Migrated,
     MigrationFailed,
     MigrationStep,
+    StoreError,
     bundled_skills,
     check_plan,
     decode,
@@ -42,6 +45,8 @@ from plancontracts.runtime.core import migrations
 from plancontracts.runtime.core.files import locked
 from plancontracts.runtime.core.stored import current_document
 from plancontracts.runtime.planning_blocks.migrations import game_time
+from plancontracts.runtime.story_packages import DraftStore
+from plancontracts.runtime.story_packages.drafts import new_draft
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 HANG = 120
@@ -578,3 +583,142 @@ def test_migrated_is_the_public_result_type() -> None:
     assert isinstance(
         migrate(PLANNING_SESSION, {"time": 0, "turn": 0, "frozen_plans": {}}), Migrated
     )
+
+
+# The story-draft database ---------------------------------------------------------------------
+
+
+def _renamed_locale(value: Any, options: Mapping[str, str]) -> tuple[Any, Sequence[str]]:
+    upgraded = {key: item for key, item in value.items() if key != "language"}
+    return {**upgraded, "locale": value["language"]}, ["language renamed locale"]
+
+
+OLD_DRAFTS = MigrationStep(
+    "story-draft",
+    0,
+    1,
+    "drafts with a language",
+    lambda value: isinstance(value, dict) and "language" in value,
+    _renamed_locale,
+)
+"A step as a story family would declare after renaming a field (the family declares none yet)."
+
+
+@pytest.fixture
+def draft_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    declared = migrations._declared
+
+    def with_drafts(family: str) -> Mapping[str, tuple[MigrationStep, ...]]:
+        found = dict(declared(family))
+        return {**found, "story-draft": (OLD_DRAFTS,)} if family == "story_packages" else found
+
+    monkeypatch.setattr(migrations, "_declared", with_drafts)
+
+
+def _old_database(path: Path) -> tuple[str, str]:
+    draft = msgspec.to_builtins(new_draft("en"))
+    draft["language"] = draft.pop("locale")
+    old = json.dumps(draft)
+    with closing(sqlite3.connect(path)) as connection, connection:
+        connection.execute("CREATE TABLE drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)")
+        connection.execute("INSERT INTO drafts VALUES (?, ?)", (draft["packageId"], old))
+    return draft["packageId"], old
+
+
+def _stored(path: Path, key: str) -> str:
+    with closing(sqlite3.connect(path)) as connection:
+        row = connection.execute("SELECT draft FROM drafts WHERE id = ?", (key,)).fetchone()
+    text: str = row[0]
+    return text
+
+
+@pytest.mark.usefixtures("draft_steps")
+def test_a_story_database_upgrades_old_drafts_on_open_and_keeps_the_old_one(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "stories.db"
+    key, old = _old_database(db)
+    said: list[str] = []
+    with DraftStore(db, say=said.append) as store:
+        assert store.load_draft(key).locale == "en"
+    assert said == [
+        f'{db}: the draft "{key}": story-draft version 0 -> 1 (drafts with a language): '
+        "language renamed locale",
+        f"{db}: upgraded; the old database kept as {db}.v0.bak",
+    ]
+    assert _stored(tmp_path / "stories.db.v0.bak", key) == old
+    assert json.loads(_stored(db, key))["locale"] == "en"
+    said.clear()
+    with DraftStore(db, say=said.append):  # current now: nothing said, nothing written
+        pass
+    assert said == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stories.db", "stories.db.v0.bak"]
+
+
+@pytest.mark.usefixtures("draft_steps")
+def test_a_stop_while_a_story_database_is_upgraded_keeps_every_old_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "stories.db"
+    key, old = _old_database(db)
+
+    def stopped(*arguments: Any) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C after the backup, before the commit
+
+    monkeypatch.setattr(DraftStore, "commit", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        DraftStore(db, say=print)
+    assert _stored(db, key) == old
+
+
+def test_a_story_database_whose_contracts_have_no_steps_is_opened_as_before(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "stories.db"
+    key, old = _old_database(db)
+    said: list[str] = []
+    with DraftStore(db, say=said.append) as store, pytest.raises(StoreError):
+        store.load_draft(key)  # no step reads it: refused as it always was
+    assert said == []
+    assert _stored(db, key) == old
+
+
+_OPEN_DATABASE = """
+import sys
+from pathlib import Path
+from plancontracts.runtime.core import migrations
+from plancontracts.runtime.story_packages import DraftStore
+from test_migrations import OLD_DRAFTS
+
+declared = migrations._declared
+migrations._declared = lambda family: (
+    {**declared(family), "story-draft": (OLD_DRAFTS,)} if family == "story_packages"
+    else declared(family)
+)
+with DraftStore(Path(sys.argv[1])) as store:
+    assert store.load_draft(sys.argv[2]).locale == "en"
+"""
+
+
+@pytest.mark.process
+def test_runs_opening_one_old_database_at_once_upgrade_it_once(tmp_path: Path) -> None:
+    db = tmp_path / "stories.db"
+    key, old = _old_database(db)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_DATABASE, str(db), key],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
+    said = ""
+    for run in runs:
+        _, stderr = run.communicate(timeout=HANG)
+        assert run.returncode == 0, stderr
+        said += stderr
+    assert said.count("upgraded; the old database kept as") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stories.db", "stories.db.v0.bak"]
+    assert _stored(tmp_path / "stories.db.v0.bak", key) == old

@@ -23,17 +23,20 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
-from ..core.errors import PlanContractsError, StoreError, shown
+from ..commandkit import say
+from ..core.errors import ContractError, MigrationFailed, PlanContractsError, StoreError, shown
 from ..core.files import replace_file
-from ..core.validation import decode
+from ..core.migrations import Migrated, backup_path, reads_valid, steps_of
+from ..core.validation import decode, migrate, parse_document
 
 __all__ = ["DraftStore", "read_package", "write_package"]
 
@@ -62,8 +65,14 @@ _TABLES = (
 class DraftStore:
     """The drafts and packages of one SQLite database, made at `path` if it is not there."""
 
-    def __init__(self, path: Path) -> None:
-        """Open (or make) the database at `path`. Raises `StoreError` when it cannot be used."""
+    def __init__(self, path: Path, *, say: Callable[[str], None] = say) -> None:
+        """Open (or make) the database at `path`, upgrading what older versions stored.
+
+        A draft or package an older version of its contract stored is
+        migrated on open (see `_upgrade`): `say` is given one line per step
+        and one naming the backup of the old database. Raises `StoreError`
+        when the database cannot be used or a stored document's migration fails.
+        """
         self.path = path
         try:
             # isolation_level None: no transaction is opened behind the store's back;
@@ -73,6 +82,64 @@ class DraftStore:
                 self._execute(table)
         except sqlite3.Error as error:
             raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
+        try:
+            self._upgrade(say)
+        except BaseException:
+            self.close()
+            raise
+
+    def _upgrade(self, say: Callable[[str], None]) -> None:
+        """Migrate every stored document an older version of its contract wrote, in one transaction.
+
+        Only contracts whose family declares migration steps are read (none
+        of the story contracts does yet: then opening reads no row). Under
+        the write transaction, which another run's open waits for, the old
+        database is first copied whole beside it as `NAME.vN.bak` (see
+        `migrations.backup_path`), then the rows are replaced and the
+        transaction committed: a signal before the commit leaves every old
+        row in place. A current database is not written. Raises `StoreError`.
+        """
+        tables = [entry for entry in _STORED if steps_of(entry[2])]
+        if not tables:
+            return
+        self.begin()
+        try:
+            changed: list[tuple[str, str, str, Migrated]] = []
+            for table, column, contract in tables:
+                rows = self._execute(f"SELECT id, {column} FROM {table} ORDER BY id").fetchall()
+                for key, text in rows:
+                    found = _migrated(contract, text)
+                    if found is not None:
+                        changed.append((table, column, key, found))
+            if not changed:
+                self.rollback()
+                return
+            backup = backup_path(self.path, min(m.steps[0].step.reads for *_, m in changed))
+            # Read through a second connection: SQLite refuses a backup from the one writing
+            # (SQLITE_LOCKED), and this transaction's lock still lets a reader in, no writer.
+            with (
+                closing(sqlite3.connect(self.path)) as source,
+                closing(sqlite3.connect(backup)) as copy,
+            ):
+                source.backup(copy)
+            for table, column, key, found in changed:
+                self._save(table, column, key, msgspec.json.encode(found.value))
+            self.commit()
+        except MigrationFailed as error:
+            self.rollback()
+            raise StoreError(
+                f"{self.path}: a stored document cannot be upgraded: {error}"
+            ) from None
+        except sqlite3.Error as error:
+            self.rollback()
+            raise StoreError(f"cannot upgrade {self.path}: {error}") from None
+        except BaseException:
+            self.rollback()
+            raise
+        for _, column, key, found in changed:
+            for line in found.lines():
+                say(f"{self.path}: the {column} {shown(key)}: {line}")
+        say(f"{self.path}: upgraded; the old database kept as {backup}")
 
     def __enter__(self) -> DraftStore:
         return self
@@ -184,6 +251,31 @@ class DraftStore:
             raise StoreError(
                 f"the {column} {shown(key)} in {self.path} is not valid: {error}"
             ) from None
+
+
+_STORED = (("drafts", "draft", STORY_DRAFT), ("packages", "package", STORY_PACKAGE))
+"Each table, its column and the contract of the documents it keeps."
+
+
+def _migrated(contract: Contract[Any], text: object) -> Migrated | None:
+    """The stored `text` upgraded, or None when it is current or not one a step recognizes.
+
+    What no step recognizes is left for `load_draft` to refuse, as before.
+    Raises `MigrationFailed` when a step fails.
+    """
+    if not isinstance(text, str | bytes):
+        return None
+    if not reads_valid(contract):
+        try:
+            decode(contract, text)
+            return None
+        except PlanContractsError:
+            pass
+    try:
+        found = migrate(contract, parse_document(contract, text))
+    except ContractError:
+        return None
+    return None if found.current else found
 
 
 def _waited(work: Callable[[], _Done]) -> _Done:
