@@ -365,6 +365,7 @@ def _commands_reading_a_file() -> set[str]:
 _MISSING_FILE = {
     "validate": ["validate", "plan", "{file}"],
     "normalize": ["normalize", "planning-block", "{file}"],
+    "migrate": ["migrate", "plan", "{file}"],
     "execute": ["execute", "{file}"],
     "goals simulate": ["goals", "simulate", "{file}"],
     "session run": ["session", "run", "{file}"],
@@ -695,6 +696,7 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
     "play": (["play", "--server", "{server}", "--data", "{tmp}/data"], "I roll a die\n\n", "> "),
     "think": (["think", "--server", "{server}", "THINK: the guard blocks the bridge"], "", "{"),
     "normalize": (["normalize", "planning-block", "-"], json.dumps(BLOCK), '"choices"'),
+    "migrate": (["migrate", "plan", "-"], json.dumps(PLAN), '"requestId"'),
     "session run": (["session", "run", "-"], json.dumps(SETUP_CALL) + "\n", '"ok":true'),
     "session drive": (
         ["session", "drive", "--server", "{server}", "--max-calls", "1", "Ship it"],

@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     command.add_argument("contract", metavar="CONTRACT", help="the contract's name")
     command.add_argument(
-        "files", metavar="FILE", nargs="+", help="a stored JSON document, or - for stdin"
+        "files", metavar="FILE", nargs="+", help="a stored JSON file, or - for stdin"
     )
     command.add_argument(
         "--in-place",
