@@ -722,3 +722,12 @@ def test_runs_opening_one_old_database_at_once_upgrade_it_once(tmp_path: Path) -
     assert said.count("upgraded; the old database kept as") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stories.db", "stories.db.v0.bak"]
     assert _stored(tmp_path / "stories.db.v0.bak", key) == old
+
+
+def test_think_refuses_a_calendar_without_a_session() -> None:
+    done = cli("think", "THINK: the ambush", "--calendar", "1492-03-01T08:00:00", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "plancontracts: error: --topic, --lift and --calendar apply to a planning session: "
+        "give --state FILE"
+    ]

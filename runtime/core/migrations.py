@@ -53,6 +53,7 @@ __all__ = [
     "current_version",
     "keep_and_replace",
     "reads_valid",
+    "recognized_as_valid",
     "steps_of",
     "upgraded",
 ]
@@ -179,6 +180,20 @@ def reads_valid(contract: AnyContract, steps: Iterable[MigrationStep] = ()) -> b
     """Whether any step of `contract` (declared, or among `steps`) reads valid documents."""
     name = contract_name(contract)
     return any(step.reads_valid for step in _steps(contract, name, steps))
+
+
+def recognized_as_valid(
+    contract: AnyContract, value: Any, steps: Iterable[MigrationStep] = ()
+) -> bool:
+    """Whether a step of `contract` that reads valid documents recognizes `value`.
+
+    Only those steps' predicates are asked (each a glance), so a caller can
+    tell a current document from a valid but old one before judging it.
+    Raises `MigrationFailed` naming a step whose predicate fails.
+    """
+    name = contract_name(contract)
+    valid_readers = [step for step in _steps(contract, name, steps) if step.reads_valid]
+    return _first(valid_readers, value, name) is not None
 
 
 @cache

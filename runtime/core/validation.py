@@ -58,7 +58,7 @@ from .errors import (
 )
 from .jsontext import copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
-from .migrations import Migrated, MigrationStep, reads_valid, upgraded
+from .migrations import Migrated, MigrationStep, reads_valid, recognized_as_valid, upgraded
 from .patterns import OutOfTime, matches, matching_budget, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
@@ -424,7 +424,14 @@ def decode(
             return contracts.decode(name, data, rules=rules)
         except ContractError:
             pass
-    parsed = contracts.parse_document(name, data)
+        parsed = contracts.parse_document(name, data)
+    else:  # a valid document may be old: the steps reading those glance at it first
+        parsed = contracts.parse_document(name, data)
+        if not recognized_as_valid(contract, parsed):
+            try:
+                return contracts.convert(name, parsed, rules=rules)
+            except ContractError:
+                pass
     judge = partial(contracts.violations, name)
     value = upgraded(contract, parsed, judge=judge, options=options).value
     return contracts.convert(name, value, rules=rules)

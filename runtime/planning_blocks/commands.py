@@ -183,8 +183,10 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
     for text in args.situations:
         if text != "-" and not mode_of(text, args.mode)[1]:
             raise UsageError(f"an empty situation: {label(text)!r}")
-    if args.state is None and (args.topic or args.lift):
-        raise UsageError("--topic and --lift apply to a planning session: give --state FILE")
+    if args.state is None and (args.topic or args.lift or args.calendar):
+        raise UsageError(
+            "--topic, --lift and --calendar apply to a planning session: give --state FILE"
+        )
     session = None
     if args.state is not None and not os.access(Path(args.state).parent, os.W_OK | os.X_OK):
         session = _read_session(args.state)  # says, before any lock file, that it cannot write
