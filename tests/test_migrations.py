@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -731,3 +732,32 @@ def test_think_refuses_a_calendar_without_a_session() -> None:
         "plancontracts: error: --topic, --lift and --calendar apply to a planning session: "
         "give --state FILE"
     ]
+
+
+@settings(max_examples=150)
+@given(
+    st.dictionaries(
+        st.sampled_from(["failed_at", "freeze_until", "original_dc", "freeze_hours", "x"]),
+        st.datetimes(min_value=datetime(1400, 1, 1)).map(datetime.isoformat)
+        | st.text(max_size=12)
+        | st.integers(min_value=-1, max_value=30),
+        min_size=1,
+    ),
+    st.datetimes(min_value=datetime(1400, 1, 1)).map(datetime.isoformat),
+)
+def test_any_world_time_freeze_migrates_to_a_valid_document_or_one_error_naming_the_step(
+    frozen: dict[str, Any], start: str
+) -> None:
+    outcome: Exception | Migrated
+    try:
+        outcome = migrate("frozen-plans", {"topic": frozen}, options={"calendar": start})
+    except (MigrationFailed, ContractError) as error:
+        outcome = error
+    if isinstance(outcome, MigrationFailed):
+        assert outcome.step == "WorldArchitect world-time strings"
+        assert "\n" not in str(outcome)
+    elif isinstance(outcome, ContractError):  # no string time: not the step's shape
+        assert not any(isinstance(frozen.get(key), str) for key in ("failed_at", "freeze_until"))
+    else:
+        assert isinstance(outcome, Migrated)
+        assert violations("frozen-plans", outcome.value) == ()
