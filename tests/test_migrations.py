@@ -135,6 +135,9 @@ def test_steps_of_other_contracts_are_left_out(recipe: Any) -> None:
         (lambda v, o: (_ for _ in ()).throw(ValueError("no hours\nhere")), "no hours here"),
         (lambda v, o: v["missing"], "failed: KeyError: 'missing'"),
         (lambda v, o: ({"name": ""}, ["emptied"]), "wrote a document recipe refuses: "),
+        (lambda v, o: ({"name": object()}, []), "returned what is no JSON document and notes: "),
+        (lambda v, o: ({"name": "Soup", "minutes": 1}, [3]), "its notes are not all text"),
+        (lambda v, o: {"name": "Soup", "minutes": 1, "x": 1}, "too many values to unpack"),
     ],
 )
 def test_a_step_that_fails_is_one_error_line_naming_it(

@@ -283,11 +283,21 @@ def _run(
 ) -> tuple[Any, tuple[str, ...]]:
     try:
         upgraded, notes = step.upgrade(value, options)
-    except ValueError as error:
+    except ValueError as error:  # what the step says it cannot do
         raise MigrationFailed(step.contract, step.name, one_line(str(error))) from None
     except Exception as error:  # a step's bug: said as one line naming it
         raise MigrationFailed(step.contract, step.name, f"failed: {_why(error)}") from None
-    return upgraded, tuple(one_line(note) for note in notes)
+    try:
+        # What a step returns is held to JSON (a set, a date... is its bug), and passed on
+        # as the plain values a parser gives, as the next step and the judge expect.
+        document = msgspec.json.decode(msgspec.json.encode(upgraded))
+        said = tuple(one_line(note) for note in notes if isinstance(note, str))
+        if len(said) != len(notes):
+            raise TypeError("its notes are not all text")
+    except (TypeError, ValueError, msgspec.EncodeError) as error:
+        reason = f"returned what is no JSON document and notes: {_why(error)}"
+        raise MigrationFailed(step.contract, step.name, reason) from None
+    return document, said
 
 
 def _why(error: Exception) -> str:
