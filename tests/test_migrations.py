@@ -36,6 +36,7 @@ from plancontracts import (
     StoreError,
     bundled_skills,
     check_plan,
+    contract_schema,
     decode,
     load_contracts,
     migrate,
@@ -764,3 +765,17 @@ def test_any_world_time_freeze_migrates_to_a_valid_document_or_one_error_naming_
     else:
         assert isinstance(outcome, Migrated)
         assert violations("frozen-plans", outcome.value) == ()
+
+
+def test_decode_with_migrate_asks_no_step_about_a_current_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(value: Any) -> bool:
+        raise AssertionError("a step was asked about a current document")
+
+    asking = MigrationStep("goal-planning-system", 0, 1, "never", never, _v1_to_v2)
+    monkeypatch.setattr(migrations, "_declared", lambda family: {asking.contract: (asking,)})
+    current = json.dumps(contract_schema(GOAL_PLANNING_SYSTEM)["examples"][0])
+    assert decode(GOAL_PLANNING_SYSTEM, current, migrate=True) == decode(
+        GOAL_PLANNING_SYSTEM, current
+    )
