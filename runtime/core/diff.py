@@ -335,6 +335,8 @@ class _Comparison:
         self.changes: list[ContractChange] = []
         self.roots = (old, new)
         self.bases = (_base_of(old), _base_of(new))
+        self.indexes = (_Index(old, self.bases[0]), _Index(new, self.bases[1]))
+        "Each side's documents by URI, and its anchors: found once, not per reference."
         self.seen: set[tuple[str, str, tuple[str, ...]]] = set()
         "Pairs of reference targets compared, with the transforms they were compared under."
         self.transforms: list[tuple[str, Callable[[_Sides], _Sides]]] = []
@@ -503,14 +505,12 @@ class _Comparison:
     def _target(self, side: int, uri: str) -> Any:
         """The schema at `uri` in one side's bundle, or `_NONE` where it is not there."""
         document, fragment = urldefrag(uri)
-        root = self.roots[side]
-        found = _embedded(root, document, self.bases[side])
-        if found is _NONE:
-            return _NONE
-        if not fragment:
+        index = self.indexes[side]
+        found = index.documents.get(document or index.base, _NONE)
+        if found is _NONE or not fragment:
             return found
-        if not fragment.startswith("/"):  # an anchor: looked for in the document
-            return _anchored(found, fragment)
+        if not fragment.startswith("/"):  # an anchor of that document
+            return index.anchors.get((document or index.base, fragment), _NONE)
         node = found
         for token in fragment[1:].split("/"):
             token = _unescape(token)
@@ -1238,34 +1238,27 @@ def _rebased(base: str, schema: dict[str, Any]) -> str:
     return urldefrag(urljoin(base, identity))[0] if isinstance(identity, str) else base
 
 
-def _embedded(root: dict[str, Any], document: str, base: str) -> Any:
-    """The schema of `root` whose base URI is `document`: `root` itself or one it embeds."""
-    if document in ("", base):
-        return root
-    pending: list[tuple[Any, str]] = [(root, base)]
-    while pending:
-        node, at = pending.pop()
-        if isinstance(node, dict):
-            at = _rebased(at, node)
-            if at == document:
-                return node
-            pending += [(value, at) for key, value in node.items() if key not in ("const", "enum")]
-        elif isinstance(node, list):
-            pending += [(value, at) for value in node]
-    return _NONE
+class _Index:
+    """The schema documents a bundle holds, by URI (itself, and those it embeds), and anchors."""
 
-
-def _anchored(document: Any, anchor: str) -> Any:
-    pending = [document]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, dict):
-            if node.get("$anchor") == anchor:
-                return node
-            pending += [value for key, value in node.items() if key not in ("const", "enum")]
-        elif isinstance(node, list):
-            pending += node
-    return _NONE
+    def __init__(self, root: dict[str, Any], base: str) -> None:
+        self.base = base
+        self.documents: dict[str, Any] = {base: root}
+        self.anchors: dict[tuple[str, str], Any] = {}
+        pending: list[tuple[Any, str]] = [(root, base)]
+        while pending:
+            node, at = pending.pop()
+            if isinstance(node, dict):
+                inner = _rebased(at, node)
+                if inner != at:
+                    self.documents.setdefault(inner, node)
+                if isinstance(node.get("$anchor"), str):
+                    self.anchors.setdefault((inner, node["$anchor"]), node)
+                pending += [
+                    (value, inner) for key, value in node.items() if key not in ("const", "enum")
+                ]
+            elif isinstance(node, list):
+                pending += [(value, at) for value in node]
 
 
 def _fragment(uri: str) -> str:
