@@ -374,8 +374,13 @@ _MISSING_FILE = {
 }
 
 
+# Commands whose paths may be files or folders: their own tests hold a missing or
+# unusable path to one line and exit status 2.
+_FILES_OR_FOLDERS = {"diff": "tests/test_diff.py"}
+
+
 def test_every_command_reading_a_file_is_in_the_missing_file_test() -> None:
-    assert _commands_reading_a_file() == set(_MISSING_FILE)
+    assert _commands_reading_a_file() == set(_MISSING_FILE) | set(_FILES_OR_FOLDERS)
 
 
 _CANNOT_BE_READ = {
@@ -697,6 +702,7 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
     "think": (["think", "--server", "{server}", "THINK: the guard blocks the bridge"], "", "{"),
     "normalize": (["normalize", "planning-block", "-"], json.dumps(BLOCK), '"choices"'),
     "migrate": (["migrate", "plan", "-"], json.dumps(PLAN), '"requestId"'),
+    "diff": (["diff", "{tmp}/my-schemas", "{tmp}/my-schemas"], "", ""),
     "session run": (["session", "run", "-"], json.dumps(SETUP_CALL) + "\n", '"ok":true'),
     "session drive": (
         ["session", "drive", "--server", "{server}", "--max-calls", "1", "Ship it"],

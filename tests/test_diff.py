@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -810,3 +812,17 @@ def test_a_revision_schema_that_cannot_be_used_is_named_at_the_revision(reposito
     assert done.stderr.startswith(
         "plancontracts: error: schemas at HEAD: food/recipe.json#/type: not a valid JSON Schema"
     )
+
+
+@pytest.mark.parametrize("kind", ["socket", "fifo", "missing"])
+def test_a_path_that_is_no_schema_file_or_folder_is_one_line(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "odd"
+    with socket.socket(socket.AF_UNIX) as unix:
+        if kind == "fifo":
+            os.mkfifo(target)  # never opened: reading one would wait for a writer
+        elif kind == "socket":
+            unix.bind(str(target))
+        done = cli("diff", str(target), str(target), cwd=tmp_path, timeout=60)
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1
+    assert done.stderr.startswith(f"plancontracts: error: {target}")
