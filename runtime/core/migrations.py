@@ -44,6 +44,7 @@ from .contracts import AnyContract, contract_name, contract_schema, is_bundled, 
 from .errors import ContractError, MigrationFailed, Violation, Violations
 from .files import replace_file, staged_file
 from .plain_text import one_line
+from .schema_tree import version_of
 
 __all__ = [
     "Migrated",
@@ -160,8 +161,8 @@ def _bundled_version(name: str) -> int:
 
 
 def _version_in(schema: Mapping[str, Any]) -> int:
-    version = schema.get("x-version", 1)
-    return version if isinstance(version, int) and not isinstance(version, bool) else 1
+    version = version_of(schema)
+    return 1 if version is None else version
 
 
 def steps_of(contract: AnyContract) -> tuple[MigrationStep, ...]:
