@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -779,3 +780,27 @@ def test_decode_with_migrate_asks_no_step_about_a_current_document(
     assert decode(GOAL_PLANNING_SYSTEM, current, migrate=True) == decode(
         GOAL_PLANNING_SYSTEM, current
     )
+
+
+def test_in_place_keeps_a_private_file_private_and_upgrades_through_a_link(tmp_path: Path) -> None:
+    frozen = {
+        "bridge": {
+            "failed_at": "1492-03-03T00:00:00",
+            "freeze_until": "1492-03-03T04:00:00",
+            "original_dc": 14,
+            "freeze_hours": 4,
+            "description": "the crossing",
+        }
+    }
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(frozen), encoding="utf-8")
+    real.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(real.name)
+    done = cli(
+        "migrate", "frozen-plans", str(link), "--in-place", "--calendar", "1492-03-01T00:00:00"
+    )
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink()  # the link kept, the file it names upgraded
+    assert json.loads(real.read_text())["bridge"]["failed_at"] == 172_800_000_000
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600

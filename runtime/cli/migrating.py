@@ -113,8 +113,10 @@ def _one(
 ) -> int:
     """Migrate the file `name`; its exit status. Writes its lines; raises StreamError."""
     if args.in_place:
-        try:
-            with locked(Path(name)):  # the stores take this lock: one writer at a time
+        try:  # through a link: the file it names is upgraded, and the link kept
+            with locked(
+                Path(os.path.realpath(name))
+            ):  # the stores take this lock: one writer at a time
                 return _migrated(contract, name, args, options, out)
         except OSError as error:
             complain(f"{label(name)}: cannot lock it: {reason(error)}")
@@ -165,7 +167,7 @@ def _migrated(
     if migrated.current:
         return EXIT_OK  # nothing changed: the file is left as it was, not rewritten
     try:
-        replace_file(Path(name), msgspec.json.format(encoded, indent=2) + b"\n")
+        replace_file(Path(os.path.realpath(name)), msgspec.json.format(encoded, indent=2) + b"\n")
     except OSError as error:
         raise StreamError(f"cannot write {label(name)}: {reason(error)}") from None
     say(f"{label(name)}: written in place")

@@ -20,7 +20,7 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 __all__ = ["kind_of", "lock_path", "locked", "replace_file", "staged_file"]
@@ -53,15 +53,22 @@ def staged_file(path: Path, data: bytes) -> Path:
     """A new temporary file beside `path` holding `data`, for `os.replace` onto `path` later.
 
     Its name is unique and it is made exclusively, never through a link. It
-    gets the mode the umask gives a new file (0644 under 022), as `open`
-    would: `tempfile`'s 0600 would survive the rename. Raises OSError when
-    it cannot be written (and then leaves nothing).
+    gets the mode of the file `path` names when there is one (a private file
+    stays private once replaced), else the mode the umask gives a new file
+    (0644 under 022), as `open` would: `tempfile`'s 0600 would survive the
+    rename. Its data reach the disk before it returns, so a crash after the
+    rename finds them. Raises OSError when it cannot be written (and then
+    leaves nothing).
     """
     part = path.with_name(f".{path.name}.{secrets.token_hex(8)}.part")
     descriptor = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as stream:
+            with suppress(FileNotFoundError):  # a new file keeps the umask's mode
+                os.fchmod(stream.fileno(), stat.S_IMODE(os.stat(path).st_mode))
             stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
     except BaseException:
         part.unlink(missing_ok=True)
         raise
