@@ -826,3 +826,160 @@ def test_a_path_that_is_no_schema_file_or_folder_is_one_line(tmp_path: Path, kin
     assert done.returncode == 2
     assert len(done.stderr.splitlines()) == 1
     assert done.stderr.startswith(f"plancontracts: error: {target}")
+
+
+# --- pairs a hostile reading found, each with a document that tells the two apart -----------
+
+D4, D7 = "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"
+
+
+def _typed(real: str) -> dict[str, Any]:
+    return {"type": real}
+
+
+def _decoy_id(real: str) -> dict[str, Any]:  # an `$id` inside `examples` names nothing
+    return {
+        "type": "object",
+        "$defs": {"r": {"$id": "http://ex.com/r.json", "type": real}},
+        "properties": {"x": {"$ref": "http://ex.com/r.json"}},
+        "examples": [{"$id": "http://ex.com/r.json", "type": "string"}],
+    }
+
+
+def _decoy_anchor(real: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "$defs": {"r": {"$anchor": "foo", "type": real}},
+        "properties": {"x": {"$ref": "#foo"}},
+        "default": {"$anchor": "foo", "type": "string"},
+    }
+
+
+def _draft4_id(real: str) -> dict[str, Any]:  # `id`, not `$id`, moves the base in draft 4
+    return {
+        "$schema": D4,
+        "type": "object",
+        "definitions": {"a": {"type": "string"}},
+        "properties": {
+            "x": {
+                "id": "http://ex.com/sub.json",
+                "definitions": {"a": {"type": real}},
+                "properties": {"y": {"$ref": "#/definitions/a"}},
+            }
+        },
+    }
+
+
+def _draft7_anchor(real: str) -> dict[str, Any]:  # `"$id": "#foo"` is draft 7's anchor
+    return {
+        "$schema": D7,
+        "type": "object",
+        "definitions": {
+            "r": {"$id": "#foo", "type": real},
+            "decoy": {"$anchor": "foo", "type": "string"},
+        },
+        "properties": {"x": {"$ref": "#foo"}},
+    }
+
+
+def _dynamic(real: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "$defs": {"a": {"type": real}},
+        "properties": {"x": {"$dynamicRef": "#/$defs/a"}},
+    }
+
+
+def _if_through_a_reference(least: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "$defs": {"T": {"minProperties": least}},
+        "properties": {"a": {"$ref": "#/$defs/T"}},
+        "if": {"$ref": "#/$defs/T"},
+        "then": {"required": ["z"]},
+    }
+
+
+TAG_A = {"type": "object", "required": ["k"], "properties": {"k": {"const": "a"}}}
+TAG_B = {"required": ["k"], "properties": {"k": {"const": "b"}}}
+POSIX = {"^[[:alpha:]]+$": {"type": "string"}}
+# (name, old, new, a document valid under old and not under new)
+TOLD_APART: list[tuple[str, Any, Any, Any]] = [
+    ("dynamic reference", _dynamic("string"), _dynamic("integer"), {"x": "s"}),
+    ("decoy $id in examples", _decoy_id("string"), _decoy_id("integer"), {"x": "s"}),
+    ("decoy $anchor in default", _decoy_anchor("string"), _decoy_anchor("integer"), {"x": "s"}),
+    ("draft 4 id", _draft4_id("string"), _draft4_id("integer"), {"x": {"y": "s"}}),
+    ("draft 7 anchor", _draft7_anchor("string"), _draft7_anchor("integer"), {"x": "s"}),
+    (
+        "draft changed",
+        {"$schema": D7, "type": "object", "dependentRequired": {"a": ["b"]}},
+        {"type": "object", "dependentRequired": {"a": ["b"]}},
+        {"a": 1},
+    ),
+    (
+        "draft 7 reference hides its siblings",
+        {"$schema": D7, "definitions": {"a": {"type": "string"}}, "$ref": "#/definitions/a"},
+        {"$schema": D7, "definitions": {"a": {"type": "string", "maxLength": 2}},
+         "$ref": "#/definitions/a", "maxLength": 2},
+        "abc",
+    ),
+    (
+        "dependencies beside dependentSchemas",
+        {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}},
+         "dependencies": {"a": {}}},
+        {"type": "object", "dependentSchemas": {"a": {"required": ["b", "c"]}},
+         "dependencies": {"a": {}}},
+        {"a": 1, "b": 1},
+    ),
+    (
+        "a tag that holds only for objects",
+        {"oneOf": [TAG_A, TAG_B]},
+        {"oneOf": [{key: TAG_A[key] for key in ("required", "properties")}, TAG_B]},
+        "hello",
+    ),
+    (
+        "tags 1 and 1.0 are one",
+        {"oneOf": [
+            {"type": "object", "required": ["k"],
+             "properties": {"k": {"const": 1}, "x": {"type": "string"}}},
+            {"type": "object", "required": ["k"],
+             "properties": {"k": {"const": 1.0}, "x": {"type": "integer"}}},
+        ]},
+        {"oneOf": [
+            {"type": "object", "required": ["k"],
+             "properties": {"k": {"const": 1}, "x": {"type": "string"}}},
+            {"type": "object", "required": ["k"],
+             "properties": {"k": {"const": 1.0}, "x": {"type": ["integer", "string"]}}},
+        ]},
+        {"k": 1, "x": "s"},
+    ),
+    ("if reached by a reference", _if_through_a_reference(2), _if_through_a_reference(1),
+     {"b": 1}),
+    ("fractional multipleOf", {"type": "number", "multipleOf": 0.3},
+     {"type": "number", "multipleOf": 0.1}, 0.3),
+    (
+        "a POSIX class in patternProperties",
+        {"type": "object", "patternProperties": POSIX, "additionalProperties": False},
+        {"type": "object", "patternProperties": POSIX, "additionalProperties": False,
+         "properties": {"abc": {"type": "integer"}}},
+        {"abc": "x"},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "document"),
+    [case[1:] for case in TOLD_APART],
+    ids=[case[0] for case in TOLD_APART],
+)
+def test_no_reader_is_told_compatible_where_a_document_breaks(
+    tmp_path: Path, old: Any, new: Any, document: Any
+) -> None:
+    from plancontracts import load_contracts, violations
+
+    (old_file, new_file) = (write(tmp_path / "old.json", old), write(tmp_path / "new.json", new))
+    # The document tells them apart, as plancontracts validates.
+    assert not violations(load_contracts(old_file)["old"], document)
+    assert violations(load_contracts(new_file)["new"], document)
+    changes = diff(old_file, new_file)
+    assert any(change.readers != COMPATIBLE for change in changes), changes

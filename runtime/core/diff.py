@@ -33,21 +33,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import urldefrag, urljoin
 
 from .errors import UnusableSchema
+from .patterns import compiled
 from .schema_sets import bundled
-from .schema_tree import MAX_SCHEMA_FOLDER_BYTES, version_of
+from .schema_tree import MAX_SCHEMA_FOLDER_BYTES, draft_of, version_of
 
 __all__ = [
     "BREAKING",
@@ -140,6 +139,7 @@ _READ = frozenset(
     }
 )
 _TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
+_DYNAMIC = ("$dynamicRef", "$recursiveRef", "$dynamicAnchor", "$recursiveAnchor")
 _SHOWN = 60
 "Characters of a value quoted in a change's line."
 
@@ -286,7 +286,7 @@ def diff_bundles(
             )
         else:
             try:
-                changes += _Comparison(name, old[name], new[name]).changes
+                changes += _contract_changes(name, old[name], new[name])
             except RecursionError:  # the walk follows nesting and references by recursion
                 changes.append(
                     ContractChange(
@@ -323,6 +323,33 @@ def unbumped(
     return left
 
 
+def _contract_changes(name: str, old: dict[str, Any], new: dict[str, Any]) -> list[ContractChange]:
+    """The changes from one bundled schema of contract `name` to the next."""
+    drafts = _draft(old), _draft(new)
+    if drafts[0] != drafts[1]:
+        why = f"the draft changed from {drafts[0]} to {drafts[1]}: its keywords mean other things"
+        return [ContractChange(name, "/$schema", "draft-changed", UNKNOWN, UNKNOWN, why)]
+    if _dynamic(old) or _dynamic(new):
+        if _meaning(old) == _meaning(new):
+            return []
+        # What a dynamic reference names depends on the path a validation takes.
+        why = "it holds dynamic references ($dynamicRef, $recursiveRef), which are not compared"
+        return [ContractChange(name, "", "schema-changed", UNKNOWN, UNKNOWN, why)]
+    return _Comparison(name, old, new, drafts[0]).changes
+
+
+def _draft(bundle: dict[str, Any]) -> str:
+    try:
+        return draft_of(bundle) or "2020-12"
+    except UnusableSchema:
+        return "unknown"
+
+
+def _dynamic(bundle: dict[str, Any]) -> bool:
+    text = _canonical(bundle)
+    return any(f'"{keyword}"' in text for keyword in _DYNAMIC)
+
+
 def _or_first(version: int | None) -> int:
     return 1 if version is None else version
 
@@ -330,15 +357,23 @@ def _or_first(version: int | None) -> int:
 class _Comparison:
     """The changes from one bundled schema of a contract to the next."""
 
-    def __init__(self, contract: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def __init__(self, contract: str, old: dict[str, Any], new: dict[str, Any], draft: str) -> None:
         self.contract = contract
         self.changes: list[ContractChange] = []
         self.roots = (old, new)
-        self.bases = (_base_of(old), _base_of(new))
-        self.indexes = (_Index(old, self.bases[0]), _Index(new, self.bases[1]))
+        self.legacy = draft in ("4", "6", "7")
+        "Drafts before 2019-09: `$ref` hides the keywords beside it; `dependencies`."
+        self.identity = "id" if draft == "4" else "$id"
+        self.bases = (_base_of(old, self.identity), _base_of(new, self.identity))
+        self.indexes = (
+            _Index(old, self.bases[0], self.identity, legacy=self.legacy),
+            _Index(new, self.bases[1], self.identity, legacy=self.legacy),
+        )
         "Each side's documents by URI, and its anchors: found once, not per reference."
         self.seen: set[tuple[str, str, tuple[str, ...]]] = set()
         "Pairs of reference targets compared, with the transforms they were compared under."
+        self.verdicts: dict[tuple[str, str, tuple[str, ...]], _Sides] = {}
+        "What differs between each pair compared, for a second reference to the same pair."
         self.transforms: list[tuple[str, Callable[[_Sides], _Sides]]] = []
         "What enclosing keywords do to a verdict (`not` swaps the sides), innermost last."
         self._compare(old, new, "", self.bases)
@@ -377,9 +412,12 @@ class _Comparison:
             if old != new:
                 self._add(at, "schema-changed", UNDECIDED, "not a schema this check reads")
             return
-        bases = (_rebased(bases[0], old), _rebased(bases[1], new))
-        if bases[0] == bases[1] and _same(old, new):
-            return  # the same schema, referring to nothing that could differ
+        bases = (_rebased(bases[0], old, self.identity), _rebased(bases[1], new, self.identity))
+        if self.legacy:  # a `$ref` stands alone: what is beside it is not read
+            old = {"$ref": old["$ref"]} if "$ref" in old else old
+            new = {"$ref": new["$ref"]} if "$ref" in new else new
+        if bases[0] == bases[1] and _same(old, new, meaning=True):
+            return  # the same schema but for annotations, referring to nothing that could differ
         if any(key.startswith("unevaluated") for key in (*old, *new)):
             # Which properties or items are "evaluated" depends on every other keyword.
             self._add(
@@ -415,7 +453,10 @@ class _Comparison:
                     f"a document that leaves it out is read as {_default(before)} by old "
                     f"code and as {_default(after)} by new code",
                 )
-        for key in sorted((set(old) | set(new)) - _READ - ANNOTATIONS):
+        read = _READ - (
+            {"dependentRequired", "dependentSchemas"} if self.legacy else {"dependencies"}
+        )
+        for key in sorted((set(old) | set(new)) - read - ANNOTATIONS):
             if key.startswith("x-") or _canonical(old.get(key)) == _canonical(new.get(key)):
                 continue
             self._add(
@@ -434,8 +475,8 @@ class _Comparison:
         refs = (old.get("$ref"), new.get("$ref"))
         if refs[0] is not None and refs[1] is not None:
             targets = [urljoin(base, ref) for base, ref in zip(bases, refs, strict=True)]
-            schemas = [self._target(side, target) for side, target in enumerate(targets)]
-            if schemas[0] is _NONE or schemas[1] is _NONE:
+            located = [self._target(side, target) for side, target in enumerate(targets)]
+            if located[0][0] is _NONE or located[1][0] is _NONE:
                 self._add(
                     f"{at}/$ref",
                     "ref-target-changed",
@@ -446,9 +487,7 @@ class _Comparison:
             shown = [_fragment(target) for target in targets]
             if shown[0] != shown[1]:
                 before = len(self.changes)
-                self._follow(targets, schemas, shown[1])
-                judged = self.changes[before:]
-                sides = _worst(judged) if judged else SAME
+                sides = self._follow(targets, located)
                 # Told before its target's changes, which it explains.
                 self.changes.insert(
                     before,
@@ -458,11 +497,11 @@ class _Comparison:
                         "ref-target-changed",
                         *sides,
                         f"refers to {shown[1]}, not {shown[0]}"
-                        + ("" if judged else ", an equal schema"),
+                        + (", which accepts the same documents" if sides == SAME else ""),
                     ),
                 )
             else:
-                self._follow(targets, schemas, shown[1])
+                self._follow(targets, located)
             return False  # the keywords beside it are compared too
         # A `$ref` on one side only: where it stands alone, compare what it names.
         side = 0 if refs[0] is not None else 1
@@ -476,7 +515,7 @@ class _Comparison:
             )
             return True
         target = urljoin(bases[side], holder["$ref"])
-        schema = self._target(side, target)
+        schema, _ = self._target(side, target)
         if schema is _NONE:
             self._add(
                 f"{at}/$ref",
@@ -492,25 +531,34 @@ class _Comparison:
             self._compare(old, schema, at, (bases[0], target_base))
         return True
 
-    def _follow(self, targets: list[str], schemas: list[Any], shown: str) -> None:
+    def _follow(self, targets: list[str], located: list[tuple[Any, str]]) -> _Sides:
+        """Compare two reference targets, once per pair; the verdict on what differs there."""
         key = (targets[0], targets[1], tuple(name for name, _ in self.transforms))
         if key in self.seen:  # compared already, or being compared further up (a cycle)
-            return
+            return self.verdicts.get(key, SAME)
         self.seen.add(key)
-        pointer = shown[1:] if shown.startswith("#") else shown
+        before = len(self.changes)
         self._compare(
-            schemas[0], schemas[1], pointer, (urldefrag(targets[0])[0], urldefrag(targets[1])[0])
+            located[0][0],
+            located[1][0],
+            located[1][1],
+            (urldefrag(targets[0])[0], urldefrag(targets[1])[0]),
         )
+        self.verdicts[key] = _worst(self.changes[before:])
+        return self.verdicts[key]
 
-    def _target(self, side: int, uri: str) -> Any:
-        """The schema at `uri` in one side's bundle, or `_NONE` where it is not there."""
+    def _target(self, side: int, uri: str) -> tuple[Any, str]:
+        """The schema at `uri` in one side's bundle and its JSON Pointer there.
+
+        `_NONE` where it is not there.
+        """
         document, fragment = urldefrag(uri)
         index = self.indexes[side]
-        found = index.documents.get(document or index.base, _NONE)
+        found, pointer = index.documents.get(document or index.base, (_NONE, ""))
         if found is _NONE or not fragment:
-            return found
+            return found, pointer
         if not fragment.startswith("/"):  # an anchor of that document
-            return index.anchors.get((document or index.base, fragment), _NONE)
+            return index.anchors.get((document or index.base, fragment), (_NONE, ""))
         node = found
         for token in fragment[1:].split("/"):
             token = _unescape(token)
@@ -519,8 +567,8 @@ class _Comparison:
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
             else:
-                return _NONE
-        return node
+                return _NONE, ""
+        return node, pointer + fragment
 
     # --- one keyword at a time --------------------------------------------------------------
 
@@ -616,28 +664,7 @@ class _Comparison:
                 )
         before, after = old.get("multipleOf"), new.get("multipleOf")
         if _canonical(before) != _canonical(after):
-            where = f"{at}/multipleOf"
-            if not all(_is_number(v) and v > 0 for v in (before, after) if v is not None):
-                self._add(where, "keyword-changed", UNDECIDED, "`multipleOf` is not a number")
-                return
-            what = f"multipleOf {_shown(before)} -> {_shown(after)}"
-            old_step = None if before is None else Fraction(str(before))
-            new_step = None if after is None else Fraction(str(after))
-            if old_step is None or (
-                new_step is not None and (new_step / old_step).denominator == 1
-            ):
-                self._add(where, "bound-tightened", NARROWER, f"{what}: old documents may break it")
-            elif new_step is None or (old_step / new_step).denominator == 1:
-                self._add(
-                    where, "bound-loosened", WIDER, f"{what}: new documents may break the old step"
-                )
-            else:
-                self._add(
-                    where,
-                    "bound-changed",
-                    BOTH,
-                    f"{what}: each side holds numbers the other refuses",
-                )
+            self._step(before, after, f"{at}/multipleOf")
         if bool(old.get("uniqueItems")) != bool(new.get("uniqueItems")):
             if new.get("uniqueItems"):
                 self._add(
@@ -653,6 +680,35 @@ class _Comparison:
                     WIDER,
                     "items may now repeat, which old code refuses",
                 )
+
+    def _step(self, before: Any, after: Any, where: str) -> None:
+        """Judge a change of `multipleOf` from `before` to `after` (None: not there)."""
+        if not all(_is_number(v) and v > 0 for v in (before, after) if v is not None):
+            self._add(where, "keyword-changed", UNDECIDED, "`multipleOf` is not a number")
+            return
+        what = f"multipleOf {_shown(before)} -> {_shown(after)}"
+        if before is None:
+            self._add(where, "bound-tightened", NARROWER, f"{what}: old documents may break it")
+        elif after is None:
+            self._add(
+                where, "bound-loosened", WIDER, f"{what}: new documents may break the old step"
+            )
+        elif not all(isinstance(v, int) for v in (before, after)):
+            # A validator divides by a fractional step in floating point: 0.3 is no multiple
+            # of 0.1 there (0.3 / 0.1 is 2.9999999999999996), whatever the arithmetic says.
+            self._add(
+                where, "bound-changed", UNDECIDED, f"{what}: fractional steps are not compared"
+            )
+        elif after % before == 0:
+            self._add(where, "bound-tightened", NARROWER, f"{what}: old documents may break it")
+        elif before % after == 0:
+            self._add(
+                where, "bound-loosened", WIDER, f"{what}: new documents may break the old step"
+            )
+        else:
+            self._add(
+                where, "bound-changed", BOTH, f"{what}: each side holds numbers the other refuses"
+            )
 
     def _strings(self, old: dict[str, Any], new: dict[str, Any], at: str) -> None:
         for keyword in ("pattern", "format"):
@@ -782,7 +838,7 @@ class _Comparison:
         `appears`: the new side names it (added), else the old one (removed).
         `rest` is the other side's `additionalProperties`.
         """
-        if any(re.search(pattern, key) for pattern in patterns if _compiles(pattern)):
+        if any(_may_match(pattern, key) for pattern in patterns):
             return UNDECIDED, "falls under the other side's `patternProperties`"
         open_ = _accepts_all(rest)
         if rest is False:
@@ -803,13 +859,17 @@ class _Comparison:
 
     def _judged(self, pairs: list[tuple[Any, Any]], bases: tuple[str, str]) -> list[ContractChange]:
         """The changes between each pair of schemas, judged aside: not told as changes here."""
-        before, seen = len(self.changes), set(self.seen)
-        for old, new in pairs:
-            if old is not None and new is not None:
-                self._compare(old, new, "", bases)
+        before, seen, verdicts = len(self.changes), self.seen, self.verdicts
+        # Every reference followed afresh: a pair compared elsewhere is judged here too.
+        self.seen, self.verdicts = set(), {}
+        try:
+            for old, new in pairs:
+                if old is not None and new is not None:
+                    self._compare(old, new, "", bases)
+        finally:
+            self.seen, self.verdicts = seen, verdicts
         judged = self.changes[before:]
         del self.changes[before:]
-        self.seen = seen  # what was followed here is told again where it stands
         return judged
 
     def _rest(self, old: Any, new: Any, at: str, bases: tuple[str, str]) -> None:
@@ -833,8 +893,8 @@ class _Comparison:
     def _dependencies(
         self, old: dict[str, Any], new: dict[str, Any], at: str, bases: tuple[str, str]
     ) -> None:
-        old_names, old_schemas = _dependency_parts(old)
-        new_names, new_schemas = _dependency_parts(new)
+        old_names, old_schemas = _dependency_parts(old, legacy=self.legacy)
+        new_names, new_schemas = _dependency_parts(new, legacy=self.legacy)
         for key in sorted(old_names.keys() | new_names.keys()):
             before, after = old_names.get(key, set()), new_names.get(key, set())
             where = f"{at}/dependentRequired/{_escape(key)}"
@@ -1064,10 +1124,14 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _same(one: Any, two: Any) -> bool:
-    """Whether two schemas are the same text and refer to nothing (a target may differ)."""
-    text = _canonical(one)
-    return text == _canonical(two) and '"$ref"' not in text and '"$dynamicRef"' not in text
+def _same(one: Any, two: Any, *, meaning: bool = False) -> bool:
+    """Whether two keyword values are the same text and refer to nothing (a target may differ).
+
+    `meaning`: two schemas, compared without their annotations.
+    """
+    text = _meaning(one) if meaning else _canonical(one)
+    same = text == (_meaning(two) if meaning else _canonical(two))
+    return same and '"$ref"' not in text and '"$dynamicRef"' not in text
 
 
 def _accepts_all(schema: Any) -> bool:
@@ -1136,13 +1200,19 @@ def _renames(
     }
 
 
-def _dependency_parts(schema: dict[str, Any]) -> tuple[dict[str, set[str]], dict[str, Any]]:
-    """`dependentRequired` and `dependentSchemas`, with draft 7's `dependencies` split into them."""
-    names = {key: _names(value) for key, value in _mapping(schema.get("dependentRequired")).items()}
-    schemas = dict(_mapping(schema.get("dependentSchemas")))
+def _dependency_parts(
+    schema: dict[str, Any], *, legacy: bool
+) -> tuple[dict[str, set[str]], dict[str, Any]]:
+    """`dependentRequired` and `dependentSchemas`; before 2019-09, `dependencies` split so."""
+    if not legacy:
+        names = {
+            key: _names(value) for key, value in _mapping(schema.get("dependentRequired")).items()
+        }
+        return names, dict(_mapping(schema.get("dependentSchemas")))
+    names, schemas = {}, {}
     for key, value in _mapping(schema.get("dependencies")).items():
         if isinstance(value, list):
-            names[key] = names.get(key, set()) | _names(value)
+            names[key] = _names(value)
         else:
             schemas[key] = value
     return names, schemas
@@ -1180,19 +1250,22 @@ def _paired(
 
 
 def _told_apart(branches: list[Any], comparison: _Comparison, side: int) -> bool:
-    """Whether every branch requires one property to be a `const` of its own (a tag)."""
+    """Whether every branch takes only objects whose one property is a `const` of its own (a tag).
+
+    Then no value matches two branches, whatever else each holds. Tags are
+    compared as JSON Schema compares values: 1 and 1.0 are one tag.
+    """
     tags: list[dict[str, str]] = []
     for branch in branches:
         if isinstance(branch, dict) and set(branch) - ANNOTATIONS == {"$ref"}:
-            target = comparison._target(side, urljoin(comparison.bases[side], branch["$ref"]))
-            branch = target
-        if not isinstance(branch, dict):
-            return False
+            branch, _ = comparison._target(side, urljoin(comparison.bases[side], branch["$ref"]))
+        if not isinstance(branch, dict) or branch.get("type") != "object":
+            return False  # a value of another type ignores `required` and `properties`
         required = _names(branch.get("required"))
         properties = _mapping(branch.get("properties"))
         tags.append(
             {
-                key: _canonical(properties[key]["const"])
+                key: _tag(properties[key]["const"])
                 for key in required
                 if isinstance(properties.get(key), dict) and "const" in properties[key]
             }
@@ -1204,6 +1277,12 @@ def _told_apart(branches: list[Any], comparison: _Comparison, side: int) -> bool
         if None not in values and len(set(values)) == len(values):
             return True
     return False
+
+
+def _tag(value: Any) -> str:
+    if _is_number(value):
+        return repr(float(value))  # lossy for huge integers: two of them may look one, not apart
+    return _canonical(value)
 
 
 def _worst(changes: list[ContractChange]) -> _Sides:
@@ -1220,45 +1299,79 @@ def _worse(one: _Sides, two: _Sides) -> _Sides:
     return readers, writers
 
 
-def _compiles(pattern: str) -> bool:
+def _may_match(pattern: str, key: str) -> bool:
+    """Whether `pattern` may match `key`, as validation matches it (the same `regex` engine)."""
+    import regex
+
     try:
-        re.compile(pattern)
-    except re.error:
-        return False
-    return True
+        return compiled(pattern).search(key, timeout=1.0) is not None
+    except (regex.error, TimeoutError):
+        return True  # not known: as if it matched
 
 
-def _base_of(bundle: dict[str, Any]) -> str:
-    identity = bundle.get("$id", bundle.get("id"))
-    return identity if isinstance(identity, str) else "urn:plancontracts:bundle"
+def _base_of(bundle: dict[str, Any], identity: str) -> str:
+    named = bundle.get(identity)
+    if isinstance(named, str) and not named.startswith("#"):
+        return urldefrag(named)[0]
+    return "urn:plancontracts:bundle"
 
 
-def _rebased(base: str, schema: dict[str, Any]) -> str:
-    identity = schema.get("$id")
-    return urldefrag(urljoin(base, identity))[0] if isinstance(identity, str) else base
+def _rebased(base: str, schema: dict[str, Any], identity: str = "$id") -> str:
+    """The base URI inside `schema`: its `$id` (`id` in draft 4), unless that is an anchor."""
+    named = schema.get(identity)
+    if not isinstance(named, str) or named.startswith("#"):
+        return base
+    return urldefrag(urljoin(base, named))[0]
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_SCHEMA_VALUES = (
+    "additionalProperties", "items", "additionalItems", "contains", "propertyNames", "if",
+    "then", "else", "not", "unevaluatedItems", "unevaluatedProperties", "contentSchema",
+)  # fmt: skip
 
 
 class _Index:
-    """The schema documents a bundle holds, by URI (itself, and those it embeds), and anchors."""
+    """The schema documents a bundle holds, by URI (itself, and those it embeds), and anchors.
 
-    def __init__(self, root: dict[str, Any], base: str) -> None:
+    Each with its JSON Pointer in the bundle. Only what is read as a schema is
+    looked at: an `$id` inside `examples` or `default` names nothing. `identity`
+    is the draft's keyword for a schema's URI (`id` in draft 4); before 2019-09
+    (`legacy`), its fragment-only values (`#name`) are the anchors.
+    """
+
+    def __init__(self, root: dict[str, Any], base: str, identity: str, *, legacy: bool) -> None:
         self.base = base
-        self.documents: dict[str, Any] = {base: root}
-        self.anchors: dict[tuple[str, str], Any] = {}
-        pending: list[tuple[Any, str]] = [(root, base)]
+        self.documents: dict[str, tuple[Any, str]] = {base: (root, "")}
+        self.anchors: dict[tuple[str, str], tuple[Any, str]] = {}
+        pending: list[tuple[Any, str, str]] = [(root, base, "")]
         while pending:
-            node, at = pending.pop()
-            if isinstance(node, dict):
-                inner = _rebased(at, node)
-                if inner != at:
-                    self.documents.setdefault(inner, node)
-                if isinstance(node.get("$anchor"), str):
-                    self.anchors.setdefault((inner, node["$anchor"]), node)
-                pending += [
-                    (value, inner) for key, value in node.items() if key not in ("const", "enum")
-                ]
-            elif isinstance(node, list):
-                pending += [(value, at) for value in node]
+            node, at, pointer = pending.pop()
+            if not isinstance(node, dict):
+                continue
+            inner = _rebased(at, node, identity)
+            if inner != at:
+                self.documents.setdefault(inner, (node, pointer))
+            if legacy:  # an anchor is an identity of a fragment alone: `"$id": "#name"`
+                named = node.get(identity)
+                anchor = named[1:] if isinstance(named, str) and named.startswith("#") else None
+            else:
+                anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                self.anchors.setdefault((inner, anchor), (node, pointer))
+            for key in (*_SCHEMA_MAPS, "dependencies"):
+                for name, value in _mapping(node.get(key)).items():
+                    pending.append((value, inner, f"{pointer}/{key}/{_escape(name)}"))
+            for key in _SCHEMA_LISTS:
+                if isinstance(node.get(key), list):
+                    pending += [
+                        (value, inner, f"{pointer}/{key}/{index}")
+                        for index, value in enumerate(node[key])
+                    ]
+            for key in _SCHEMA_VALUES:
+                if key in node:
+                    pending.append((node[key], inner, f"{pointer}/{key}"))
 
 
 def _fragment(uri: str) -> str:
