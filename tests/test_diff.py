@@ -983,3 +983,43 @@ def test_no_reader_is_told_compatible_where_a_document_breaks(
     assert violations(load_contracts(new_file)["new"], document)
     changes = diff(old_file, new_file)
     assert any(change.readers != COMPATIBLE for change in changes), changes
+
+
+@needs_git
+@pytest.mark.process
+def test_a_revision_link_inside_the_folder_is_followed_as_in_the_working_tree(
+    repository: Path,
+) -> None:
+    food = repository / "schemas" / "food"
+    (food / "alias.json").symlink_to("recipe.json")
+    git("add", ".", cwd=repository)
+    git("commit", "-q", "-m", "alias", cwd=repository)
+    (food / "alias.json").unlink()
+    write(food / "alias.json", {"x-version": 1, **edited(lambda s: s.update(required=[]))})
+    done = cli("diff", "--json", "--against", "HEAD", cwd=repository)
+    assert [json.loads(line)["change"] for line in done.stdout.splitlines()] == ["field-optional"]
+    # One that leaves the folder is refused, as the working tree refuses it.
+    (food / "alias.json").unlink()
+    (food / "alias.json").symlink_to("../../outside.json")
+    write(repository / "outside.json", RECIPE)
+    git("add", ".", cwd=repository)
+    git("commit", "-q", "-m", "outside", cwd=repository)
+    done = cli("diff", "--against", "HEAD", cwd=repository)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "plancontracts: error: schemas at HEAD: food/alias.json: is a symbolic link that leaves "
+        "the folder\n",
+    )
+
+
+@needs_git
+@pytest.mark.process
+def test_a_schema_folder_at_the_top_of_the_repository(tmp_path: Path) -> None:
+    git("init", "-q", "-b", "main", cwd=tmp_path)
+    write(tmp_path / "food" / "recipe.json", RECIPE)
+    git("add", ".", cwd=tmp_path)
+    git("-c", "user.email=a@b.c", "-c", "user.name=A", "commit", "-q", "-m", "x", cwd=tmp_path)
+    write(tmp_path / "food" / "recipe.json", edited(lambda s: s.update(required=[])))
+    done = cli("diff", "--against", "HEAD", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("recipe #/required: field optional")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import posixpath
 import shutil
 import subprocess
 import tempfile
@@ -1440,15 +1441,25 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
         f"{revision}^{{commit}}",
         failed=f"{revision!r} is not a commit of the repository {where} is in",
     ).strip()
-    listing = _git(where, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", prefix)
-    entries: list[tuple[str, str]] = []
-    total = 0
+    folder_itself = prefix.rstrip("/")
+    if folder_itself and _git(
+        where, "ls-tree", "--full-tree", commit, "--", folder_itself
+    ).startswith("120000"):
+        raise UnusableSchema(f"{where} at {revision}: is a symbolic link, not followed")
+    # The whole folder: `.` at the repository's top, where the prefix is empty.
+    listing = _git(where, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, "--", prefix or ".")
+    files: dict[str, tuple[str, str, int]] = {}
     for entry in filter(None, listing.split("\0")):
         meta, _, path = entry.partition("\t")
         mode, kind, sha, size = meta.split()
-        if kind != "blob" or mode == "120000" or not path.endswith(".json"):
-            continue
-        total += int(size)
+        if kind == "blob":
+            files[path] = (mode, sha, int(size) if size.isdigit() else 0)
+    real = _links_followed(where, revision, prefix, files)
+    entries: list[tuple[str, str]] = []
+    total = 0
+    for path in sorted(path for path in files if path.endswith(".json")):
+        _, sha, size = files[real[path]]
+        total += size
         if total > MAX_SCHEMA_FOLDER_BYTES or len(entries) >= MAX_REVISION_FILES:
             raise UnusableSchema(
                 f"{where} at {revision}: its JSON files hold more than a schema folder may "
@@ -1458,17 +1469,10 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
     if not entries:
         yield None
         return
-    blobs = _git(
-        where, "cat-file", "--batch", given="".join(f"{sha}\n" for sha, _ in entries), raw=True
-    )
+    blobs = _blobs(where, [sha for sha, _ in entries])
     with tempfile.TemporaryDirectory(prefix="plancontracts-diff-") as temporary:
         root = Path(temporary) / (where.resolve().name or "schemas")
-        offset = 0
-        for _, relative in entries:
-            header_end = blobs.index(b"\n", offset)
-            size = int(blobs[offset:header_end].split()[2])
-            data = blobs[header_end + 1 : header_end + 1 + size]
-            offset = header_end + 1 + size + 1
+        for (_, relative), data in zip(entries, blobs, strict=True):
             target = root / relative
             if ".." in Path(relative).parts:
                 continue
@@ -1478,6 +1482,51 @@ def schemas_at(revision: str, folder: str | os.PathLike[str]) -> Iterator[Path |
             yield root
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _links_followed(
+    where: Path, revision: str, prefix: str, files: dict[str, tuple[str, str, int]]
+) -> dict[str, str]:
+    """Each JSON file's path, and the file it names: itself, or what its symbolic links lead to.
+
+    As in the working tree, a link inside the folder is followed and one that
+    leaves it is refused. Raises `UnusableSchema` naming the link.
+    """
+    links = {path: sha for path, (mode, sha, _) in files.items() if mode == "120000"}
+    targets: dict[str, str] = {}
+    for path, data in zip(links, _blobs(where, list(links.values())), strict=True):
+        targets[path] = data.decode(errors="replace")
+    real: dict[str, str] = {}
+    for path in (path for path in files if path.endswith(".json")):
+        at, hops = path, 0
+        while at in targets:
+            hops += 1
+            at = posixpath.normpath(posixpath.join(posixpath.dirname(at), targets[at]))
+            named = f"{where} at {revision}: {path[len(prefix) :]}"
+            if hops > 40:
+                raise UnusableSchema(f"{named}: is a loop of symbolic links")
+            if not at.startswith(prefix) or at.startswith("../"):
+                raise UnusableSchema(f"{named}: is a symbolic link that leaves the folder")
+        if at not in files:
+            raise UnusableSchema(
+                f"{where} at {revision}: {path[len(prefix) :]}: is a symbolic link to no file"
+            )
+        real[path] = at
+    return real
+
+
+def _blobs(where: Path, shas: list[str]) -> list[bytes]:
+    """The contents of git blobs, in the order given, read by one `git cat-file --batch`."""
+    if not shas:
+        return []
+    read = _git(where, "cat-file", "--batch", given="".join(f"{sha}\n" for sha in shas), raw=True)
+    found, offset = [], 0
+    for _ in shas:
+        header_end = read.index(b"\n", offset)  # "<sha> blob <size>"
+        size = int(read[offset:header_end].split()[2])
+        found.append(read[header_end + 1 : header_end + 1 + size])
+        offset = header_end + 1 + size + 1
+    return found
 
 
 def _has_commits(where: Path) -> bool:
