@@ -1023,3 +1023,14 @@ def test_a_schema_folder_at_the_top_of_the_repository(tmp_path: Path) -> None:
     done = cli("diff", "--against", "HEAD", ".", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith("recipe #/required: field optional")
+
+
+def test_two_files_of_other_names_refer_within_themselves(tmp_path: Path) -> None:
+    schema = {
+        "$defs": {"a": {"$anchor": "foo", "type": "string"}},
+        "properties": {"x": {"$ref": "#foo"}},
+    }
+    done = cli(
+        "diff", str(write(tmp_path / "one.json", schema)), str(write(tmp_path / "two.json", schema))
+    )
+    assert (done.returncode, done.stdout) == (0, "")

@@ -485,7 +485,10 @@ class _Comparison:
                     "a reference this check cannot follow",
                 )
                 return False
-            shown = [_fragment(target) for target in targets]
+            shown = [
+                _fragment(target, index.base)
+                for target, index in zip(targets, self.indexes, strict=True)
+            ]
             if shown[0] != shown[1]:
                 before = len(self.changes)
                 sides = self._follow(targets, located)
@@ -1375,9 +1378,10 @@ class _Index:
                     pending.append((node[key], inner, f"{pointer}/{key}"))
 
 
-def _fragment(uri: str) -> str:
+def _fragment(uri: str, base: str) -> str:
+    """`uri` as shown: its fragment alone inside the bundle's own document (two files differ)."""
     document, fragment = urldefrag(uri)
-    return f"#{fragment}" if document.startswith("urn:plancontracts:") else uri
+    return f"#{fragment}" if document in ("", base) else uri
 
 
 def _escape(token: str) -> str:
