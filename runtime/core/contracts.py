@@ -11,7 +11,9 @@ also be a user's: one that a package `plancontracts generate` wrote holds
 
 from __future__ import annotations
 
+import importlib
 import json
+from collections.abc import Mapping
 from functools import cache
 from importlib.resources import files
 from typing import Any, Literal, Protocol, TypeAlias
@@ -141,3 +143,23 @@ def field_bound(struct: type[msgspec.Struct], name: str, bound: Bound) -> int:
             if isinstance(value, int):
                 return value
     raise LookupError(f"{struct.__name__}.{name} has no {bound} bound")
+
+
+@cache
+def declared_by_family(family: str, module: str, name: str) -> Mapping[str, Any]:
+    """What `family` declares for its contracts: the mapping `name` of its module `module`.
+
+    Such as `RULES` of `plancontracts.runtime.tool_plans.rules`: imported on
+    first need, so the core never names a family. Empty where the family has
+    no such module; an import the module itself makes that fails is raised.
+    """
+    runtime = __package__.rpartition(".")[0]  # this package's parent: plancontracts.runtime
+    dotted = f"{runtime}.{family}.{module}"
+    try:
+        found = importlib.import_module(dotted)
+    except ModuleNotFoundError as missing:
+        if missing.name not in (dotted, f"{runtime}.{family}"):
+            raise  # something the family's module imports is missing: a real error
+        return {}  # the family declares none
+    declared: Mapping[str, Any] = getattr(found, name)
+    return declared

@@ -29,7 +29,6 @@ the core never names a family. A user's contract passes its own steps:
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +39,14 @@ from typing import Any
 import msgspec
 
 from ...generated import FAMILIES
-from .contracts import AnyContract, contract_name, contract_schema, is_bundled, root_type
+from .contracts import (
+    AnyContract,
+    contract_name,
+    contract_schema,
+    declared_by_family,
+    is_bundled,
+    root_type,
+)
 from .errors import ContractError, MigrationFailed, Violation, Violations
 from .files import replace_file, staged_file
 from .plain_text import one_line
@@ -197,18 +203,8 @@ def recognized_as_valid(
     return _first(valid_readers, value, name) is not None
 
 
-@cache
 def _declared(family: str) -> Mapping[str, tuple[MigrationStep, ...]]:
-    runtime = __package__.rpartition(".")[0]  # this package's parent: plancontracts.runtime
-    name = f"{runtime}.{family}.migrations"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as missing:
-        if missing.name not in (name, f"{runtime}.{family}"):
-            raise  # something the family's steps import is missing: a real error
-        return {}  # the family declares no migrations
-    declared: Mapping[str, tuple[MigrationStep, ...]] = module.MIGRATIONS
-    return declared
+    return declared_by_family(family, "migrations", "MIGRATIONS")
 
 
 def _steps(contract: AnyContract, name: str, given: Iterable[MigrationStep]) -> list[MigrationStep]:

@@ -11,14 +11,12 @@ first needs it, so the core never names a family.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from ...generated import FAMILIES
-from .contracts import AnyContract, contract_name, is_bundled, root_type
+from .contracts import AnyContract, contract_name, declared_by_family, is_bundled, root_type
 from .errors import Violation
 
 __all__ = ["Rules", "as_integer", "rules_of"]
@@ -52,18 +50,8 @@ def rules_of(contract: AnyContract) -> Rules | None:
     return _declared(FAMILIES[name]).get(name)
 
 
-@cache
 def _declared(family: str) -> Mapping[str, Rules]:
-    runtime = __package__.rpartition(".")[0]  # this package's parent: plancontracts.runtime
-    name = f"{runtime}.{family}.rules"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as missing:
-        if missing.name not in (name, f"{runtime}.{family}"):
-            raise  # something the family's rules import is missing: a real error
-        return {}  # the family declares no rules
-    declared: Mapping[str, Rules] = module.RULES
-    return declared
+    return declared_by_family(family, "rules", "RULES")
 
 
 def as_integer(value: Any) -> int | None:
