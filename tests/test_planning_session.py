@@ -15,6 +15,7 @@ import pytest
 from commands import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from local_servers import conforming, model_server
 from tiers import examples_at_most
 
 from plancontracts import PLANNING_SESSION, contract_schema, decode, violations
@@ -139,41 +140,44 @@ def test_the_example_session_is_valid_and_a_future_failure_is_not() -> None:
     ]
 
 
-# think --state, with the packaged model -------------------------------------------------
+# think --state ------------------------------------------------------------------------
+# The session file's life is the subject: a stub server answers the blocks (the packaged
+# model's own writing of them is tests/test_thinking.py's), and the roll is the code's.
 
 
-@pytest.mark.usefixtures("shared_model")
+@pytest.mark.slow  # three runs of think, each rolling and writing a session
 def test_think_keeps_the_session_in_its_state_file(tmp_path: Path) -> None:
     state = tmp_path / "session.json"
-    # Scores of 1 (modifier -5) fail this seed's check, whatever DC the model sets.
-    think = ("think", "THINK: how to cross the guarded bridge", "--state", str(state))
-    low = ("--intelligence", "1", "--wisdom", "1", "--seed", "1", "--no-download")
-    first = cli(*think, "--topic", "bridge crossing", *low)
-    assert first.returncode == 0, first.stderr
-    session = decode(PLANNING_SESSION, state.read_bytes())
-    (frozen,) = session.frozen_plans.values()
-    assert list(session.frozen_plans) == ["bridge_crossing"]
-    assert (session.time, session.turn, frozen.failed_at) == (1, 0, 0)
-    assert f"think: bridge_crossing is frozen for {frozen.freeze_hours} h" in first.stderr
+    with model_server(conforming) as server:
+        # Scores of 1 (modifier -5) fail this seed's check, whatever DC the block sets.
+        think = ("think", "THINK: how to cross the guarded bridge", "--state", str(state))
+        low = ("--intelligence", "1", "--wisdom", "1", "--seed", "1", "--server", server.url)
+        first = cli(*think, "--topic", "bridge crossing", *low)
+        assert first.returncode == 0, first.stderr
+        session = decode(PLANNING_SESSION, state.read_bytes())
+        (frozen,) = session.frozen_plans.values()
+        assert list(session.frozen_plans) == ["bridge_crossing"]
+        assert (session.time, session.turn, frozen.failed_at) == (1, 0, 0)
+        assert f"think: bridge_crossing is frozen for {frozen.freeze_hours} h" in first.stderr
 
-    again = cli(*think, "--topic", "bridge crossing", *low)
-    assert again.returncode == 1
-    assert again.stdout == ""
-    assert "d20" not in again.stderr  # refused before any roll
-    hours = frozen.freeze_hours
-    assert (
-        f"not thinking about bridge_crossing again yet: this topic is frozen for another "
-        f"{hours} h 00 min of game time" in again.stderr
-    )
-    assert "model:" not in again.stderr  # nor was the model loaded for nothing
+        asked = len(server.requests)
+        again = cli(*think, "--topic", "bridge crossing", *low)
+        assert again.returncode == 1
+        assert again.stdout == ""
+        assert "d20" not in again.stderr  # refused before any roll
+        hours = frozen.freeze_hours
+        assert (
+            f"not thinking about bridge_crossing again yet: this topic is frozen for another "
+            f"{hours} h 00 min of game time" in again.stderr
+        )
+        assert len(server.requests) == asked  # nor was the model asked for nothing
 
-    # One invocation, one model load: a Story turn as long as the freeze, then the topic again.
-    minutes = str(hours * 60)
-    story = "The guard dozes"
-    thawed = cli(
-        think[0], story, *think[1:], "--minutes", minutes, "--topic", "bridge crossing",
-        *low[:-2], "2", "--no-download",  # seed 2: a shorter block than seed 1 here
-    )  # fmt: skip
+        # One invocation: a Story turn as long as the freeze, then the topic again.
+        minutes = str(hours * 60)
+        story = "The guard dozes"
+        thawed = cli(
+            think[0], story, *think[1:], "--minutes", minutes, "--topic", "bridge crossing", *low
+        )
     assert thawed.returncode == 0, thawed.stderr
     assert len(thawed.stdout.splitlines()) == 2  # a block for each
     assert "check: d20" in thawed.stderr
