@@ -12,12 +12,12 @@ from ..core.diff import (
     UNKNOWN,
     ContractChange,
     bundles_at,
-    bundles_of,
     bundles_to_compare,
     diff_bundles,
     unbumped,
 )
 from ..core.errors import UnusableSchema, UsageError, printable
+from ..core.schema_sets import bundled
 
 __all__ = ["register"]
 
@@ -69,7 +69,7 @@ def _diff(args: argparse.Namespace, out: Output) -> int:
             if not folder.is_dir():
                 raise UsageError(printable(f"{folder}: no such folder (name the schema folder)"))
             old = bundles_at(args.against, folder)
-            new = bundles_of(folder)
+            new = bundled(folder)
         else:
             if len(paths) != 2:
                 raise UsageError(f"give OLD and NEW (or --against REV), not {len(paths)} paths")

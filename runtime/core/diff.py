@@ -45,6 +45,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urldefrag, urljoin
 
 from .errors import UnusableSchema
+from .jsontext import escape_token, reference_tokens
 from .patterns import compiled
 from .schema_sets import bundled
 from .schema_tree import MAX_SCHEMA_FOLDER_BYTES, draft_of, version_of
@@ -56,7 +57,6 @@ __all__ = [
     "ContractChange",
     "Verdict",
     "bundles_at",
-    "bundles_of",
     "bundles_to_compare",
     "diff",
     "diff_bundles",
@@ -220,22 +220,12 @@ def bundles_to_compare(
     files = Path(old).is_file(), Path(new).is_file()
     if files[0] != files[1]:
         raise UnusableSchema("OLD and NEW are two files or two folders, not one of each")
-    old_bundles = bundles_of(old, resources=resources)
-    new_bundles = bundles_of(new, resources=resources)
+    old_bundles = bundled(old, resources=resources)
+    new_bundles = bundled(new, resources=resources)
     if files[0]:  # one contract, whatever each file is named
         (name,) = new_bundles
         old_bundles = {name: next(iter(old_bundles.values()))}
     return old_bundles, new_bundles
-
-
-def bundles_of(
-    path: str | os.PathLike[str], *, resources: Mapping[str, Any] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Each contract of a schema file or folder, or generated package, as its bundled schema.
-
-    Raises `UnusableSchema` naming the file (the folder first) for one that cannot be used.
-    """
-    return bundled(path, resources=resources)
 
 
 def bundles_at(
@@ -251,7 +241,7 @@ def bundles_at(
         if at is None:
             return {}
         try:
-            return bundles_of(at, resources=resources)
+            return bundled(at, resources=resources)
         except UnusableSchema as error:
             said = str(error).replace(str(at), f"{os.fspath(folder)} at {revision}", 1)
             raise UnusableSchema(said) from None
@@ -361,7 +351,6 @@ class _Comparison:
     def __init__(self, contract: str, old: dict[str, Any], new: dict[str, Any], draft: str) -> None:
         self.contract = contract
         self.changes: list[ContractChange] = []
-        self.roots = (old, new)
         self.legacy = draft in ("4", "6", "7")
         "Drafts before 2019-09: `$ref` hides the keywords beside it; `dependencies`."
         self.identity = "id" if draft == "4" else "$id"
@@ -461,7 +450,7 @@ class _Comparison:
             if key.startswith("x-") or _canonical(old.get(key)) == _canonical(new.get(key)):
                 continue
             self._add(
-                f"{at}/{_escape(key)}",
+                f"{at}/{escape_token(key)}",
                 "keyword-changed",
                 UNDECIDED,
                 f"`{key}` changed, a keyword this check does not read",
@@ -564,8 +553,7 @@ class _Comparison:
         if not fragment.startswith("/"):  # an anchor of that document
             return index.anchors.get((document or index.base, fragment), (_NONE, ""))
         node = found
-        for token in fragment[1:].split("/"):
-            token = _unescape(token)
+        for token in reference_tokens(fragment):
             if isinstance(node, dict) and token in node:
                 node = node[token]
             elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
@@ -760,7 +748,9 @@ class _Comparison:
         removed = [key for key in old_props if key not in new_props]
         renamed = _renames(removed, added, old_props, new_props)
         for key in [key for key in new_props if key in old_props]:  # in the schema's order
-            self._compare(old_props[key], new_props[key], f"{at}/properties/{_escape(key)}", bases)
+            self._compare(
+                old_props[key], new_props[key], f"{at}/properties/{escape_token(key)}", bases
+            )
         for key in added:
             if key in renamed.values():
                 continue
@@ -770,7 +760,9 @@ class _Comparison:
             if key in new_required:
                 sides = (BREAKING, sides[1])
                 why = f"required: old documents leave it out; {why}"
-            self._add(f"{at}/properties/{_escape(key)}", "field-added", sides, f"{key!r} {why}")
+            self._add(
+                f"{at}/properties/{escape_token(key)}", "field-added", sides, f"{key!r} {why}"
+            )
         for key in removed:
             if key in renamed:
                 continue
@@ -780,7 +772,9 @@ class _Comparison:
             if key in old_required:
                 sides = (sides[0], BREAKING)
                 why = f"{why}; old code requires it"
-            self._add(f"{at}/properties/{_escape(key)}", "field-removed", sides, f"{key!r} {why}")
+            self._add(
+                f"{at}/properties/{escape_token(key)}", "field-removed", sides, f"{key!r} {why}"
+            )
         for was, now in renamed.items():
             gone, _ = self._field(was, new_rest, new_patterns, old_props[was], bases, appears=False)
             came, _ = self._field(now, old_rest, old_patterns, new_props[now], bases, appears=True)
@@ -790,7 +784,7 @@ class _Comparison:
             if was in old_required:
                 sides = (sides[0], BREAKING)
             self._add(
-                f"{at}/properties/{_escape(now)}",
+                f"{at}/properties/{escape_token(now)}",
                 "field-renamed",
                 sides,
                 f"{was!r} removed and {now!r} added with the same schema: old documents' "
@@ -814,7 +808,7 @@ class _Comparison:
             self._rest(old_rest, new_rest, f"{at}/additionalProperties", bases)
         if not _same(old_patterns, new_patterns):
             for pattern in sorted(old_patterns.keys() | new_patterns.keys()):
-                where = f"{at}/patternProperties/{_escape(pattern)}"
+                where = f"{at}/patternProperties/{escape_token(pattern)}"
                 if pattern in old_patterns and pattern in new_patterns:
                     self._compare(old_patterns[pattern], new_patterns[pattern], where, bases)
                 elif _canonical(old_patterns.get(pattern)) != _canonical(new_patterns.get(pattern)):
@@ -901,7 +895,7 @@ class _Comparison:
         new_names, new_schemas = _dependency_parts(new, legacy=self.legacy)
         for key in sorted(old_names.keys() | new_names.keys()):
             before, after = old_names.get(key, set()), new_names.get(key, set())
-            where = f"{at}/dependentRequired/{_escape(key)}"
+            where = f"{at}/dependentRequired/{escape_token(key)}"
             if after - before:
                 self._add(
                     where,
@@ -917,7 +911,7 @@ class _Comparison:
                     f"with {key!r}, {_listed(sorted(before - after))} no longer required",
                 )
         for key in sorted(old_schemas.keys() | new_schemas.keys()):
-            where = f"{at}/dependentSchemas/{_escape(key)}"
+            where = f"{at}/dependentSchemas/{escape_token(key)}"
             self._compare(old_schemas.get(key, True), new_schemas.get(key, True), where, bases)
 
     # --- arrays --------------------------------------------------------------------------------
@@ -1366,7 +1360,7 @@ class _Index:
                 self.anchors.setdefault((inner, anchor), (node, pointer))
             for key in (*_SCHEMA_MAPS, "dependencies"):
                 for name, value in _mapping(node.get(key)).items():
-                    pending.append((value, inner, f"{pointer}/{key}/{_escape(name)}"))
+                    pending.append((value, inner, f"{pointer}/{key}/{escape_token(name)}"))
             for key in _SCHEMA_LISTS:
                 if isinstance(node.get(key), list):
                     pending += [
@@ -1382,14 +1376,6 @@ def _fragment(uri: str, base: str) -> str:
     """`uri` as shown: its fragment alone inside the bundle's own document (two files differ)."""
     document, fragment = urldefrag(uri)
     return f"#{fragment}" if document in ("", base) else uri
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
 
 
 def _shown(value: Any) -> str:

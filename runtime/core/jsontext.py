@@ -256,7 +256,8 @@ def _value_start(data: bytes, after: int) -> int:
     return len(data) if found is None else found.start()
 
 
-def _reference_tokens(pointer: str) -> list[str]:
+def reference_tokens(pointer: str) -> list[str]:
+    """The reference tokens of a JSON Pointer, unescaped; ValueError for one that is no pointer."""
     if not pointer:
         return []
     if not pointer.startswith("/"):
@@ -282,7 +283,7 @@ def locate(data: bytes, pointers: Iterable[str]) -> dict[str, Located]:
         if pointer in paths:
             continue
         path = [root]
-        for token in _reference_tokens(pointer):
+        for token in reference_tokens(pointer):
             path.append(path[-1].children.setdefault(token, _Place()))
         remaining += not path[-1].wanted
         path[-1].wanted = True
