@@ -23,10 +23,10 @@ import msgspec
 
 from .contracts import AnyContract, contract_name
 from .errors import ContractError
-from .migrations import keep_and_replace, reads_valid
+from .migrations import Migrated, keep_and_replace, reads_valid
 from .validation import decode, migrate, parse_document
 
-__all__ = ["current_document"]
+__all__ = ["current_document", "upgraded_if_old"]
 
 
 def current_document(
@@ -47,17 +47,8 @@ def current_document(
     naming the step when a step fails (the file is left as it was), and
     OSError when the backup or the new file cannot be written.
     """
-    if not reads_valid(contract):
-        try:
-            decode(contract, data)  # a valid document is current: nothing more is done
-            return data
-        except ContractError:
-            pass
-    try:
-        migrated = migrate(contract, parse_document(contract, data), options=options)
-    except ContractError:
-        return data
-    if migrated.current:
+    migrated = upgraded_if_old(contract, data, options=options)
+    if migrated is None:
         return data
     new = msgspec.json.encode(migrated.value) + b"\n"
     backup = keep_and_replace(path, data, new, migrated.steps[0].step.reads)
@@ -66,3 +57,24 @@ def current_document(
     name = contract_name(contract)
     say(f"{path}: upgraded to {name}'s current version; the old document kept as {backup}")
     return new
+
+
+def upgraded_if_old(
+    contract: AnyContract, data: bytes | str, *, options: Mapping[str, str] | None = None
+) -> Migrated | None:
+    """The stored text `data` migrated, or None when it is current or no step recognizes it.
+
+    What no step recognizes is left for the store's own decode to refuse.
+    Raises `MigrationFailed` naming the step when a step fails.
+    """
+    if not reads_valid(contract):
+        try:
+            decode(contract, data)  # a valid document is current: nothing more is done
+            return None
+        except ContractError:
+            pass
+    try:
+        migrated = migrate(contract, parse_document(contract, data), options=options)
+    except ContractError:
+        return None
+    return None if migrated.current else migrated

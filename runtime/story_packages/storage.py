@@ -33,10 +33,11 @@ import msgspec
 from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..commandkit import say
-from ..core.errors import ContractError, MigrationFailed, PlanContractsError, StoreError, shown
+from ..core.errors import MigrationFailed, PlanContractsError, StoreError, shown
 from ..core.files import replace_file
-from ..core.migrations import Migrated, backup_path, reads_valid, steps_of
-from ..core.validation import decode, migrate, parse_document
+from ..core.migrations import Migrated, backup_path, steps_of
+from ..core.stored import upgraded_if_old
+from ..core.validation import decode
 
 __all__ = ["DraftStore", "read_package", "write_package"]
 
@@ -263,19 +264,7 @@ def _migrated(contract: Contract[Any], text: object) -> Migrated | None:
     What no step recognizes is left for `load_draft` to refuse, as before.
     Raises `MigrationFailed` when a step fails.
     """
-    if not isinstance(text, str | bytes):
-        return None
-    if not reads_valid(contract):
-        try:
-            decode(contract, text)
-            return None
-        except PlanContractsError:
-            pass
-    try:
-        found = migrate(contract, parse_document(contract, text))
-    except ContractError:
-        return None
-    return None if found.current else found
+    return upgraded_if_old(contract, text) if isinstance(text, str | bytes) else None
 
 
 def _waited(work: Callable[[], _Done]) -> _Done:
