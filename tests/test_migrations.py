@@ -541,6 +541,26 @@ def test_a_stop_while_a_store_is_upgraded_loses_no_document(
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
 
 
+def three_at_once(program: str, *arguments: str) -> str:
+    """Run the Python `program` in three processes at once; their standard errors, joined.
+
+    Each must end with status 0. The tests' helpers are importable in them.
+    """
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", program, *arguments], stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(3)
+    ]
+    said = ""
+    for run in runs:
+        _, stderr = run.communicate(timeout=HANG)
+        assert run.returncode == 0, stderr
+        said += stderr
+    return said
+
+
 _OPEN = """
 import sys
 from pathlib import Path
@@ -556,17 +576,7 @@ def test_runs_opening_one_old_session_at_once_upgrade_it_once(tmp_path: Path) ->
     state = tmp_path / "session.json"
     old = json.dumps(_old_session())
     state.write_text(old)
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _OPEN, str(state)], stderr=subprocess.PIPE, text=True
-        )
-        for _ in range(3)
-    ]
-    said = ""
-    for run in runs:
-        _, stderr = run.communicate(timeout=HANG)
-        assert run.returncode == 0, stderr
-        said += stderr
+    said = three_at_once(_OPEN, str(state))
     assert said.count("upgraded to planning-session's current version") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".session.json.lock",
@@ -710,21 +720,7 @@ with DraftStore(Path(sys.argv[1])) as store:
 def test_runs_opening_one_old_database_at_once_upgrade_it_once(tmp_path: Path) -> None:
     db = tmp_path / "stories.db"
     key, old = _old_database(db)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _OPEN_DATABASE, str(db), key],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(3)
-    ]
-    said = ""
-    for run in runs:
-        _, stderr = run.communicate(timeout=HANG)
-        assert run.returncode == 0, stderr
-        said += stderr
+    said = three_at_once(_OPEN_DATABASE, str(db), key)
     assert said.count("upgraded; the old database kept as") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stories.db", "stories.db.v0.bak"]
     assert _stored(tmp_path / "stories.db.v0.bak", key) == old
