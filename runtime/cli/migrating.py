@@ -112,21 +112,28 @@ def _one(
     contract: str, name: str, args: argparse.Namespace, options: dict[str, str], out: Output
 ) -> int:
     """Migrate the file `name`; its exit status. Writes its lines; raises StreamError."""
-    if args.in_place:
-        try:  # through a link: the file it names is upgraded, and the link kept
-            with locked(
-                Path(os.path.realpath(name))
-            ):  # the stores take this lock: one writer at a time
-                return _migrated(contract, name, args, options, out)
-        except OSError as error:
-            complain(f"{label(name)}: cannot lock it: {reason(error)}")
-            return EXIT_USAGE
-    return _migrated(contract, name, args, options, out)
+    if not args.in_place:
+        return _migrated(contract, name, args, options, out, None)
+    # Through a link, the file it names is locked and upgraded, and the link kept. The
+    # stores take the same lock: one writer at a time.
+    target = Path(os.path.realpath(name))
+    try:
+        with locked(target):
+            return _migrated(contract, name, args, options, out, target)
+    except OSError as error:
+        complain(f"{label(name)}: cannot lock it: {reason(error)}")
+        return EXIT_USAGE
 
 
 def _migrated(
-    contract: str, name: str, args: argparse.Namespace, options: dict[str, str], out: Output
+    contract: str,
+    name: str,
+    args: argparse.Namespace,
+    options: dict[str, str],
+    out: Output,
+    target: Path | None,
 ) -> int:
+    """Migrate the file `name`, printing the result, or writing it to `target` (in place)."""
     try:
         with opened(name) as stream:
             data = read_at_most(stream, args.max_bytes)
@@ -160,14 +167,14 @@ def _migrated(
     for line in migrated.lines():
         say(f"{label(name)}: {line}")
     encoded = msgspec.json.encode(migrated.value)
-    if not args.in_place:
+    if target is None:
         out.write(encoded.decode() + "\n")
         out.flush()
         return EXIT_OK
     if migrated.current:
         return EXIT_OK  # nothing changed: the file is left as it was, not rewritten
     try:
-        replace_file(Path(os.path.realpath(name)), msgspec.json.format(encoded, indent=2) + b"\n")
+        replace_file(target, msgspec.json.format(encoded, indent=2) + b"\n")
     except OSError as error:
         raise StreamError(f"cannot write {label(name)}: {reason(error)}") from None
     say(f"{label(name)}: written in place")
