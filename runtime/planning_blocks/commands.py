@@ -188,9 +188,8 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
             "--topic, --lift and --calendar apply to a planning session: give --state FILE"
         )
     session = None
-    if args.state is not None and not os.access(Path(args.state).parent, os.W_OK | os.X_OK):
-        session = _read_session(args.state)  # says, before any lock file, that it cannot write
-    elif args.state is not None:
+    if args.state is not None:
+        _require_a_writable_folder(args.state)  # said before any lock file is made
         with _turn(args.state):  # an old session is upgraded on open, under the file's lock
             session = _read_session(args.state, upgrade=True, calendar=args.calendar)
     thinker: Thinker | None = None  # loaded for the first situation that needs it
@@ -235,6 +234,16 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
     return status
 
 
+def _require_a_writable_folder(name: str) -> None:
+    """Raise UsageError when the folder of the session file `name` cannot be written in.
+
+    Said before the model loads: the session is written after each situation.
+    """
+    folder = Path(name).parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+
+
 def _read_session(
     name: str, *, upgrade: bool = False, calendar: str | None = None
 ) -> PlanningSession:
@@ -246,10 +255,7 @@ def _read_session(
     one line, when it cannot be read, cannot be upgraded or is not a valid
     `planning-session` document, and StreamError when it cannot be written.
     """
-    folder = Path(name).parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        # Said now, before the model loads: the session is written after each situation.
-        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+    _require_a_writable_folder(name)
     try:
         # O_NONBLOCK: opening a FIFO (or a device) named as the state would
         # otherwise wait forever for a writer; only a regular file is read.
