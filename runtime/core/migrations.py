@@ -49,6 +49,7 @@ from .contracts import (
 )
 from .errors import ContractError, MigrationFailed, Violation, Violations
 from .files import replace_file, staged_file
+from .jsontext import copy_json
 from .plain_text import one_line
 from .schema_tree import version_of
 
@@ -239,7 +240,7 @@ def upgraded(
         said = Violation("", f"no migration of {name} recognizes this document", "x-version")
         raise ContractError(name, Violations([*problems, said], complete=problems.complete))
     # Steps take a copy: the caller's value stays as it was, whatever a step does.
-    document = msgspec.json.decode(msgspec.json.encode(value))
+    document = copy_json(value)
     taken: list[Taken] = []
     step: MigrationStep | None = start
     while step is not None:
