@@ -313,7 +313,12 @@ class LocalModel:
                     for piece in self.pieces(
                         prompt, schema, max_tokens=max_tokens, seed=seed, stop=stop
                     ):
-                        trio_token.run_sync_soon(hand, piece)
+                        try:
+                            trio_token.run_sync_soon(hand, piece)
+                        except trio.RunFinishedError:
+                            # Nobody reads: the generation ends at its next token, by the
+                            # flag, as a cancelled one does, rather than closed mid-piece.
+                            stop.set()
                 except BaseException as error:  # handed to the reader, raised there
                     trio_token.run_sync_soon(hand, error)
                 else:
