@@ -23,6 +23,10 @@ Description: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length
 "What to do, such as `Go to the grocery store`."
 EmotionStrength: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=0, le=100)]
 "An emotion's strength, 0 to 100."
+Emotions: _typing.TypeAlias = _typing.Annotated[
+    dict["Name", EmotionStrength], _msgspec.Meta(max_length=16)
+]
+"Each emotion's strength, 0 to 100, by name."
 EstimatedCycles: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=1, le=5)]
 "How many simulation cycles the step should take, from 1 to 5."
 ExpectedOutcome: _typing.TypeAlias = _typing.Annotated[
@@ -111,6 +115,23 @@ class StepProposal(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 Needs: _typing.TypeAlias = _typing.Annotated[dict[Name, Satisfaction], _msgspec.Meta(max_length=16)]
 "Each need's satisfaction in percent, 0 to 100, by name. Needs not named keep their value."
+World: _typing.TypeAlias = _typing.Annotated[dict[Name, WorldFact], _msgspec.Meta(max_length=16)]
+"What the person knows of the world, such as `location`, by name."
+
+
+class Context(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the person feels and knows: the plans made from now on are written for it, and a mid- or long-term goal is ready by its needs. Context events and cycles change it: needs told are merged into those known, emotions, world and lessons replaced."""
+
+    needs: Needs = _msgspec.field(default_factory=dict)
+    "Each need's satisfaction in percent, 0 to 100, by name: every need told so far, at most 16."
+    emotions: Emotions = _msgspec.field(default_factory=dict)
+    "Each emotion's strength, 0 to 100, by name."
+    world: World = _msgspec.field(default_factory=dict)
+    "What the person knows of the world, by name."
+    lessons: _typing.Annotated[list[Lesson], _msgspec.Meta(max_length=10)] = _msgspec.field(
+        default_factory=list
+    )
+    "What the person has learned, at most 10."
 
 
 class ContextEvent(
@@ -120,14 +141,9 @@ class ContextEvent(
 
     needs: Needs | _msgspec.UnsetType = _msgspec.UNSET
     "Needs that changed."
-    emotions: (
-        _typing.Annotated[dict[Name, EmotionStrength], _msgspec.Meta(max_length=16)]
-        | _msgspec.UnsetType
-    ) = _msgspec.UNSET
+    emotions: Emotions | _msgspec.UnsetType = _msgspec.UNSET
     "Each emotion's strength, 0 to 100, by name."
-    world: (
-        _typing.Annotated[dict[Name, WorldFact], _msgspec.Meta(max_length=16)] | _msgspec.UnsetType
-    ) = _msgspec.UNSET
+    world: World | _msgspec.UnsetType = _msgspec.UNSET
     "What the person knows of the world, such as `location`, by name."
     lessons: _typing.Annotated[list[Lesson], _msgspec.Meta(max_length=10)] | _msgspec.UnsetType = (
         _msgspec.UNSET
@@ -185,6 +201,12 @@ class GoalPlanningSystem(_msgspec.Struct, forbid_unknown_fields=True, kw_only=Tr
     "The person's goals; a plan's `goal_id` is an index into this list. At most 100."
     plans: _typing.Annotated[list[GoalPlan], _msgspec.Meta(max_length=4000)]
     "Every plan made, in order: active ones and those completed, replanned or failed. A goal has at most one active plan. At most 4000: a goal is planned at most 9 times (4 plans completed bring its progress from 0 to 1, 5 abandoned its confidence from 1 to 0), each time with at most 3 replans, so at most 36 plans, and there are at most 100 goals."
+    context: Context | _msgspec.UnsetType = _msgspec.UNSET
+    "What the person feels and knows now, as the simulation left it; nothing known when absent. A simulation saved and resumed (`goals simulate --state`) goes on with it."
+    scripted: _typing.Annotated[list[GoalPlanOutput], _msgspec.Meta(max_length=100)] = (
+        _msgspec.field(default_factory=list)
+    )
+    "The model's answers scripted and not yet used, in order: the next plans and replans take them first. At most 100: a script that queues more before they are used is refused the extra ones."
 
 
 class ModelOutputEvent(

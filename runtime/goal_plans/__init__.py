@@ -13,7 +13,7 @@ and `commands` (`goals plan`, `goals simulate`); beside them, `simulation`
 """
 
 from ..core.errors import TooManyGoals
-from .agent import GoalPlanner, Source, fallback_steps
+from .agent import MAX_SCRIPTED, GoalPlanner, Source, fallback_steps
 from .profiles import PLAN_BOUNDS, output_profile
 from .prompts import Circumstances, PlanRequest, plan_messages
 from .rules import GOAL_PLAN_RULES, MAX_REPLANS, RULES, SYSTEM_RULES
@@ -29,14 +29,16 @@ from .session import (
     directive,
     follows,
 )
-from .simulation import CycleReport, Happening, Person
+from .simulation import MAX_NEEDS, CycleReport, Happening, Person
 
 __all__ = [
     "ABANDONED",
     "GOAL_PLAN_RULES",
     "HORIZONS",
     "MAX_GOALS",
+    "MAX_NEEDS",
     "MAX_REPLANS",
+    "MAX_SCRIPTED",
     "OVERRIDDEN",
     "PLAN_BOUNDS",
     "RULES",

@@ -22,7 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from ...generated import GOAL_PLAN_OUTPUT
-from ...generated.goal_plans import GoalPlanOutput, GoalStep, StepProposal
+from ...generated.goal_plans import GoalPlanningSystem, GoalPlanOutput, GoalStep, StepProposal
 from ..core.contracts import field_bound
 from ..core.plain_text import one_line
 from ..core.validation import convert
@@ -32,13 +32,15 @@ from .prompts import PlanRequest, plan_messages
 if TYPE_CHECKING:
     from ..model.writer import Writer
 
-__all__ = ["GoalPlanner", "Source", "fallback_steps"]
+__all__ = ["MAX_SCRIPTED", "GoalPlanner", "Source", "fallback_steps"]
 
 PLAN_TOKENS = 700
 "Enough for the longest plan the profile allows."
 Source = Literal["script", "model", "fallback"]
 "Who wrote a plan's steps."
 
+MAX_SCRIPTED = field_bound(GoalPlanningSystem, "scripted", "max_length")
+"The most scripted answers that wait to be used: a saved planning system keeps them."
 _HINT = field_bound(StepProposal, "action_hint", "max_length")
 _DESCRIPTION = field_bound(StepProposal, "description", "max_length")
 _MAX_CYCLES = field_bound(StepProposal, "estimated_cycles", "le")
@@ -113,7 +115,12 @@ class GoalPlanner:
     _loaded: bool = False
 
     def script(self, output: GoalPlanOutput) -> None:
-        """Queue `output` as the answer to the next request."""
+        """Queue `output` as the answer to the next request.
+
+        Raises ValueError when `MAX_SCRIPTED` answers wait already.
+        """
+        if len(self.scripted) >= MAX_SCRIPTED:
+            raise ValueError(f"{MAX_SCRIPTED} scripted answers wait to be used already")
         self.scripted.append(output)
 
     async def steps(self, request: PlanRequest) -> tuple[GoalPlanOutput, Source]:

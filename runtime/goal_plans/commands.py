@@ -3,7 +3,9 @@
 `goals simulate SCRIPT` runs NDJSON events (`goal-event` documents) through
 one planning system, in order, and prints one NDJSON line per event: what
 it did, the directive the action decision would read after it, and the
-active plans. `goals plan GOAL` prints one plan for one goal.
+active plans; with `--state FILE` the simulation goes on from the
+`goal-planning-system` document FILE holds, and is written back to it after
+every event. `goals plan GOAL` prints one plan for one goal.
 
 The model is loaded only when a plan is due and no scripted answer is
 left; without one (the model extra missing when no model or server was
@@ -15,14 +17,26 @@ extra is missing stops the command, exit 2, as every other command.
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ...generated import GOAL_EVENT
-from ...generated.goal_plans import ContextEvent, Goal, GoalEvent, NewGoalEvent
+from ...generated import GOAL_EVENT, GOAL_PLANNING_SYSTEM
+from ...generated.goal_plans import (
+    ContextEvent,
+    Goal,
+    GoalEvent,
+    GoalPlanningSystem,
+    NewGoalEvent,
+)
 from ..commandkit import (
+    DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
     Output,
@@ -34,6 +48,7 @@ from ..commandkit import (
     missing_modules,
     model_choice,
     opened,
+    read_at_most,
     reason,
     run_trio,
     say,
@@ -48,12 +63,15 @@ from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
     MalformedJSON,
+    MigrationFailed,
     StreamError,
     TooManyGoals,
     UsageError,
     Violation,
 )
+from ..core.files import locked, replace_file
 from ..core.jsontext import parse
+from ..core.stored import current_document
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
 from .prompts import Circumstances, PlanRequest
@@ -83,6 +101,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         '({"event": "goal"|"context"|"cycle"|"model_output", ...}); - for stdin',
     )
     add_max_bytes(simulate, "a line")
+    simulate.add_argument(
+        "--state",
+        metavar="FILE",
+        help="the simulation to go on from (a goal-planning-system document) and to write "
+        "back after every event; a missing FILE starts a new one",
+    )
+    simulate.add_argument(
+        "--horizon",
+        metavar="H[,H...]",
+        help="with --state: the horizon (short, mid, long) of every goal, or of each goal in "
+        "order, of a state jenbina's to_dict wrote, upgraded on open (default: short)",
+    )
     _add_writers(simulate)
     simulate.set_defaults(run=_simulate)
     plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
@@ -146,23 +176,126 @@ def _simulate(args: argparse.Namespace, out: Output) -> int:
 
 
 def _simulate_with(args: argparse.Namespace, out: Output) -> int:
+    if args.state is None and args.horizon is not None:
+        raise UsageError("--horizon applies to a saved simulation: give --state FILE")
     try:
         script = opened(args.script)
     except OSError as error:
         raise UsageError(f"{label(args.script)}: {unreadable(error)}") from None
-    person = Person(PlanningSystem(), _planner(args, "goals simulate"))
+    planner = _planner(args, "goals simulate")
     status = EXIT_OK
-    try:
-        with script as stream:
+    with script as stream, _held(args.state):
+        if args.state is None:
+            person = Person(PlanningSystem(), planner)
+        else:
+            person = Person.from_contract(_read_state(args.state, args.horizon), planner)
+        try:
             for number, line in lines_of(stream, args.max_bytes):
                 record = _event(person, line)
+                if record["ok"] and args.state is not None:
+                    _write_state(args.state, person)  # before it is printed: printed is saved
                 out.write(msgspec.json.encode({"line": number, **record}).decode() + "\n")
                 out.flush()  # a reader of a pipe sees each event as it is run
                 if not record["ok"]:
                     status = EXIT_INVALID
-    except OSError as error:
-        raise StreamError(f"cannot read {label(args.script)}: {reason(error)}") from error
+        except OSError as error:
+            raise StreamError(f"cannot read {label(args.script)}: {reason(error)}") from error
     return status
+
+
+@contextmanager
+def _held(name: str | None) -> Iterator[None]:
+    """Hold the lock of state file `name` (none when None) for a whole run.
+
+    A simulation is its script's events in order: two runs on one state
+    take turns as wholes, the second going on from what the first saved,
+    rather than mixing their events. Raises UsageError when the file's
+    folder cannot be written in (said before a lock file is made there),
+    StreamError when the lock cannot be had.
+    """
+    if name is None:
+        yield
+        return
+    folder = Path(name).parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+    stack = ExitStack()
+    waiting = f"--state {label(name)}: another run is simulating with it; waiting for it"
+    try:
+        stack.enter_context(locked(Path(name), waiting=lambda: say(waiting)))
+    except OSError as error:
+        raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
+    with stack:
+        yield
+
+
+def _read_state(name: str, horizon: str | None) -> GoalPlanningSystem:
+    """The saved simulation in file `name`, or a new one when there is no such file.
+
+    The caller holds the file's lock. A document an older version stored
+    (jenbina's `to_dict`) is upgraded and written back, the old kept beside
+    it (`core.stored`; `horizon` is the step's option). Raises UsageError, in
+    one line, when it cannot be read, cannot be upgraded or is not a valid
+    `goal-planning-system` document, and StreamError when the upgrade
+    cannot be written.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO (or a device) named as the state would
+        # otherwise wait forever for a writer; only a regular file is read.
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise UsageError(f"--state {label(name)}: not a regular file")
+            os.set_blocking(descriptor, True)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        with open(descriptor, "rb") as stream:
+            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
+    except FileNotFoundError:
+        return GoalPlanningSystem(goals=[], plans=[])
+    except OSError as error:
+        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
+    if isinstance(data, Violation):
+        raise UsageError(f"--state {label(name)}: {data.message}")
+    options = {} if horizon is None else {"horizon": horizon}
+    try:
+        data = current_document(GOAL_PLANNING_SYSTEM, Path(name), data, say=say, options=options)
+    except MigrationFailed as error:
+        raise UsageError(f"--state {label(name)}: {error}") from None
+    except OSError as error:
+        raise StreamError(f"--state {label(name)}: cannot upgrade it: {reason(error)}") from None
+    try:
+        state: GoalPlanningSystem = decode(GOAL_PLANNING_SYSTEM, data)
+    except ContractError as error:
+        first = error.violations[0]
+        more = len(error.violations) - 1
+        raise UsageError(
+            f"--state {label(name)}: not a {GOAL_PLANNING_SYSTEM.name}: {first}"
+            + (f" (and {more} more)" if more else "")
+        ) from None
+    return state
+
+
+def _write_state(name: str, person: Person) -> None:
+    """Replace file `name` with `person`'s state, checked against its contract, atomically.
+
+    Written to a file made exclusively beside it and renamed over it, so a
+    reader (or a crash) sees the state before the event or after it, never
+    half. Raises StreamError when it cannot be written, or when it would be
+    larger than the next run reads.
+    """
+    data = msgspec.json.encode(person.to_contract())
+    decode(GOAL_PLANNING_SYSTEM, data)  # a state the simulation made breaks no rule: a bug if so
+    if len(data) >= DEFAULT_MAX_BYTES:
+        raise StreamError(
+            f"--state {label(name)}: the state would be larger than {DEFAULT_MAX_BYTES} bytes, "
+            "the most a run reads back"
+        )
+    try:
+        replace_file(Path(name), data + b"\n")
+    except OSError as error:
+        raise StreamError(f"cannot write the state to {label(name)}: {reason(error)}") from None
 
 
 def _event(person: Person, line: bytes | Violation) -> dict[str, Any]:

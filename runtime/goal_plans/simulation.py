@@ -11,32 +11,44 @@ order: the current step is judged (`PlanningSystem.evaluate_step`), plans
 whose step failed are replanned (the model asked for new steps) or
 abandoned, then goals that are ready and have a free horizon get a plan.
 `run_event` does the same for one `goal-event` document, as
-`plancontracts goals simulate` reads them.
+`plancontracts goals simulate` reads them. `to_contract` and
+`from_contract` save and resume the whole person: its planning system, what
+it feels and knows, and the scripted answers not yet used, as one
+`goal-planning-system` document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import msgspec
 from msgspec import UnsetType
 
+from ...generated import GOAL_EVENT
 from ...generated.goal_plans import (
+    Context,
     ContextEvent,
     CycleEvent,
     Goal,
     GoalEvent,
     GoalPlan,
+    GoalPlanningSystem,
     ModelOutputEvent,
     NewGoalEvent,
 )
-from .agent import GoalPlanner, Source
+from ..core.contracts import field_bound
+from ..core.errors import ContractError, Violation
+from .agent import MAX_SCRIPTED, GoalPlanner, Source
 from .prompts import Circumstances, PlanRequest
 from .session import Failure, PlanningSystem, StepOutcome, completed_steps
 
-__all__ = ["CycleReport", "Happening", "Person"]
+__all__ = ["MAX_NEEDS", "CycleReport", "Happening", "Person"]
+
+MAX_NEEDS = field_bound(Context, "needs", "max_length")
+"The most needs a person knows of: the needs of every context and cycle, merged, are kept."
 
 
 class Happening(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -76,10 +88,14 @@ class Person:
         return await self._plan_due()
 
     def set_context(self, event: ContextEvent) -> None:
-        """Take what `event` gives: needs are merged, the other parts replaced."""
+        """Take what `event` gives: needs are merged, the other parts replaced.
+
+        Raises ContractError, changing nothing, when the needs merged would be
+        more than `MAX_NEEDS`.
+        """
         context = self.context
         if not isinstance(event.needs, UnsetType):
-            context = replace(context, needs={**context.needs, **event.needs})
+            context = replace(context, needs=self._merged(event.needs))
         if not isinstance(event.emotions, UnsetType):
             context = replace(context, emotions=dict(event.emotions))
         if not isinstance(event.world, UnsetType):
@@ -91,9 +107,13 @@ class Person:
     async def cycle(
         self, action: str, satisfaction_delta: float, needs: Mapping[str, float] | None = None
     ) -> CycleReport:
-        """One cycle: the needs after it (if given), the step judged, then what is due planned."""
+        """One cycle: the needs after it (if given), the step judged, then what is due planned.
+
+        Raises ContractError, changing nothing, when the needs merged would be
+        more than `MAX_NEEDS`.
+        """
         if needs is not None:
-            self.context = replace(self.context, needs={**self.context.needs, **needs})
+            self.context = replace(self.context, needs=self._merged(needs))
         plan = self.system.current_plan()
         outcome = self.system.evaluate_step(action, satisfaction_delta)
         happened = []
@@ -101,6 +121,18 @@ class Person:
             goal = self._goal(plan.goal_id)
             happened.append(Happening("completed", plan.goal_id, ended=plan, goal=goal))
         return CycleReport(outcome, happened + await self._plan_due())
+
+    def _merged(self, needs: Mapping[str, float]) -> dict[str, float]:
+        """The needs known once `needs` are told. Raises ContractError beyond `MAX_NEEDS`."""
+        merged = {**self.context.needs, **needs}
+        if len(merged) > MAX_NEEDS:
+            new = len(merged) - len(self.context.needs)
+            message = (
+                f"would make {len(merged)} needs known ({new} new), more than the "
+                f"{MAX_NEEDS} a person keeps"
+            )
+            raise ContractError(GOAL_EVENT.name, [Violation("/needs", message)])
+        return merged
 
     async def _plan_due(self) -> list[Happening]:
         happened = [await self._replan(failure) for failure in self.system.due_replans()]
@@ -158,5 +190,54 @@ class Person:
             needs = None if isinstance(event.needs, UnsetType) else event.needs
             return await self.cycle(event.action, event.satisfaction_delta, needs)
         assert isinstance(event, ModelOutputEvent)
+        if len(self.planner.scripted) >= MAX_SCRIPTED:
+            message = (
+                f"{MAX_SCRIPTED} scripted answers wait to be used already, "
+                "the most a planning system keeps"
+            )
+            raise ContractError(GOAL_EVENT.name, [Violation("/output", message)])
         self.planner.script(event.output)
         return []
+
+    # The whole person as a contract ----------------------------------------------------------
+
+    def to_contract(self) -> GoalPlanningSystem:
+        """The person as a `goal-planning-system` document: a simulation to resume later.
+
+        Its goals and plans (shared, not copied), what it feels and knows
+        (`context`) and the scripted answers not yet used (`scripted`).
+        """
+        context = self.context
+        state = self.system.to_contract()
+        state.context = Context(
+            needs=dict(context.needs),
+            emotions=dict(context.emotions),
+            world=dict(context.world),
+            lessons=list(context.lessons),
+        )
+        state.scripted = list(self.planner.scripted)
+        return state
+
+    @classmethod
+    def from_contract(
+        cls,
+        state: GoalPlanningSystem,
+        planner: GoalPlanner,
+        clock: Callable[[], float] = time.time,
+    ) -> Person:
+        """A person who goes on from `state` (decoded, so its rules hold), which it takes over.
+
+        The state's scripted answers are queued in `planner` before any it
+        holds already. `clock` gives each new plan its `created_at`.
+        """
+        planner.scripted.extendleft(reversed(state.scripted))
+        context = Circumstances()
+        if not isinstance(state.context, UnsetType):
+            known = state.context
+            context = Circumstances(
+                needs=dict(known.needs),
+                emotions=dict(known.emotions),
+                world=dict(known.world),
+                lessons=tuple(known.lessons),
+            )
+        return cls(PlanningSystem.from_contract(state, clock), planner, context)
