@@ -261,7 +261,8 @@ def _asset(
     The call is refused when the hook cannot make it.
     """
     art_style = _proposed(tool, draft).art_style
-    request = AssetRequest(draft.package_id, kind, key, prompts, art_style)
+    again = key in _files(draft, kind)
+    request = AssetRequest(draft.package_id, kind, key, prompts, art_style, again)
     try:
         made = context.assets(request)
     except AssetGenerationError as error:

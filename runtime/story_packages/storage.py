@@ -66,23 +66,43 @@ _TABLES = (
 class DraftStore:
     """The drafts and packages of one SQLite database, made at `path` if it is not there."""
 
-    def __init__(self, path: Path, *, say: Callable[[str], None] = say) -> None:
+    def __init__(
+        self, path: Path, *, say: Callable[[str], None] = say, create: bool = True
+    ) -> None:
         """Open (or make) the database at `path`, upgrading what older versions stored.
 
         A draft or package an older version of its contract stored is
         migrated on open (see `_upgrade`): `say` is given one line per step
-        and one naming the backup of the old database. Raises `StoreError`
-        when the database cannot be used or a stored document's migration fails.
+        and one naming the backup of the old database. With `create` False,
+        a database that is not there, or holds no story tables, is refused
+        and nothing is made. Raises `StoreError` when the database cannot be
+        used or a stored document's migration fails.
         """
         self.path = path
         try:
             # isolation_level None: no transaction is opened behind the store's back;
             # `begin` opens one, and a save outside one commits on its own.
-            self._connection = sqlite3.connect(path, timeout=_TRY_SECONDS, isolation_level=None)
-            for table in _TABLES:
-                self._execute(table)
+            if create:
+                self._connection = sqlite3.connect(path, timeout=_TRY_SECONDS, isolation_level=None)
+            else:  # mode=rw: SQLite opens the file only if it is there, never makes it
+                uri = f"{Path(path).absolute().as_uri()}?mode=rw"
+                self._connection = sqlite3.connect(
+                    uri, timeout=_TRY_SECONDS, isolation_level=None, uri=True
+                )
         except sqlite3.Error as error:
             raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
+        try:
+            if create:
+                for table in _TABLES:
+                    self._execute(table)
+            else:
+                self._require_tables()
+        except sqlite3.Error as error:
+            self.close()
+            raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
+        except BaseException:
+            self.close()
+            raise
         try:
             self._upgrade(say)
         except BaseException:
@@ -202,6 +222,35 @@ class DraftStore:
         """The package saved as `package_id`. Raises `StoreError` if none is, or it is invalid."""
         return self._load("packages", "package", package_id, STORY_PACKAGE)
 
+    def clear_draft(self, session: str) -> bool:
+        """Delete the draft saved for `session`, in one transaction: the seed's `clearPlanSession`.
+
+        Returns False when there is no such draft (nothing changes). A package
+        the draft finalized stays in the store: it is a product, not the draft.
+        Inside a transaction the caller opened, the delete is part of it.
+        Raises `StoreError` when the database cannot be changed.
+        """
+        own = not self._connection.in_transaction
+        if own:
+            self.begin()
+        try:
+            deleted = self._execute("DELETE FROM drafts WHERE id = ?", (session,)).rowcount
+            if own:
+                self.commit()
+        except sqlite3.Error as error:
+            if own:
+                self.rollback()
+            raise StoreError(f"cannot change {self.path}: {error}") from None
+        except BaseException:
+            if own:
+                self.rollback()
+            raise
+        return deleted > 0
+
+    def has_package(self, package_id: str) -> bool:
+        """True when a package is saved as `package_id`, valid or not. Raises `StoreError`."""
+        return self._row("packages", "package", package_id) is not None
+
     def sessions(self) -> list[str]:
         """The ids of the drafts saved, sorted."""
         try:
@@ -209,6 +258,18 @@ class DraftStore:
         except sqlite3.Error as error:
             raise StoreError(f"cannot read {self.path}: {error}") from None
         return [row[0] for row in rows]
+
+    def _require_tables(self) -> None:
+        """Raise `StoreError` unless the database holds the tables a store makes."""
+        names = {
+            table
+            for (table,) in self._execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+            ).fetchall()
+        }
+        wanted = {table for table, _, _ in _STORED}
+        if not wanted <= names:
+            raise StoreError(f"{self.path}: not a story database (no drafts or packages table)")
 
     def _save(self, table: str, column: str, key: str, value: bytes) -> None:
         try:
