@@ -1,10 +1,11 @@
-"""The planning-block commands: think, normalize, and `validate --mode`."""
+"""The planning-block commands: think, normalize, choose, and `validate --mode`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import random
 import stat
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -61,7 +62,20 @@ from ..core.rules import Rules
 from ..core.stored import current_document
 from ..core.validation import decode, parse_document
 from .blocks import ABSENT, Normalized, normalize_block
-from .mechanics import ABILITIES, AVERAGE_SCORE, MAX_SCORE, EarlyBreak, mode_of, topic_key
+from .mechanics import (
+    ABILITIES,
+    AVERAGE_SCORE,
+    DC_BOUNDS,
+    MAX_SCORE,
+    DcAdjustment,
+    EarlyBreak,
+    ParallelRoll,
+    choice_dc,
+    is_parallel,
+    mode_of,
+    roll_parallel,
+    topic_key,
+)
 from .rules import PLANNING_BLOCK, rules_in
 from .session import MINUTE, after_thought, may_think, new_session
 
@@ -96,7 +110,7 @@ RULES_OPTIONS = (RulesOption(_add_mode, _chosen_rules),)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `think` and `normalize`."""
+    """Add `think`, `normalize` and `choose`."""
     think = commands.add_parser(
         "think", help="write a planning block for a situation with the local model"
     )
@@ -167,6 +181,123 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_json(normalize, "one JSON object: repairs, errors and the block")
     add_max_bytes(normalize)
     normalize.set_defaults(run=_normalize)
+    _add_choose(commands)
+
+
+def _add_choose(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    choose = commands.add_parser(
+        "choose",
+        help="take a choice of a planning block: its execution DC, or the parallel option's "
+        "coordination check and outcome",
+    )
+    choose.add_argument("file", metavar="BLOCK", help="a planning-block JSON file, or - for stdin")
+    choose.add_argument("key", metavar="KEY", type=user_text, help="the choice taken")
+    choose.add_argument(
+        "--base-dc",
+        type=bounded_int(*DC_BOUNDS),
+        metavar="N",
+        help=f"the situation's DC for the choice ({DC_BOUNDS[0]} to {DC_BOUNDS[1]}); the "
+        "parallel option's own base_dc or coordination_dc when it states one",
+    )
+    for ability in ABILITIES:
+        choose.add_argument(
+            f"--{ability.lower()}",
+            type=bounded_int(1, MAX_SCORE),
+            default=AVERAGE_SCORE,
+            metavar="N",
+            help=f"the character's {ability} score, 1 to {MAX_SCORE} (default {AVERAGE_SCORE}); "
+            "the coordination check is rolled with the higher of the two",
+        )
+    choose.add_argument(
+        "--seed", type=int, metavar="N", help="seed of the coordination roll, to repeat it"
+    )
+    add_json(choose, "one JSON object: the DC, the roll and each task's outcome")
+    add_max_bytes(choose)
+    choose.set_defaults(run=_choose)
+
+
+def _choose(args: argparse.Namespace, out: Output) -> int:
+    try:
+        with opened(args.file) as stream:
+            data = read_at_most(stream, args.max_bytes)
+    except OSError as error:
+        raise UsageError(f"{label(args.file)}: {unreadable(error)}") from None
+    if isinstance(data, Violation):
+        say(f"{label(args.file)}: {data.message}")
+        return EXIT_INVALID
+    try:
+        block = decode(PLANNING_BLOCK, data)
+    except ContractError as error:
+        first, more = error.violations[0], len(error.violations) - 1
+        say(
+            f"{label(args.file)}: not a valid planning block: {label(str(first))}"
+            + (f" (and {more} more; validate lists them)" if more else "")
+        )
+        return EXIT_INVALID
+    if args.key not in block.choices:
+        offered = ", ".join(block.choices)
+        raise UsageError(f"{label(args.file)} offers no choice {label(args.key)!r}: {offered}")
+    record: dict[str, Any] = {"choice": args.key, "parallel": is_parallel(args.key)}
+    try:
+        if not is_parallel(args.key):
+            if args.base_dc is None:
+                raise UsageError(f"{label(args.key)} is not the parallel option: give --base-dc N")
+            dc = choice_dc(block, args.key, args.base_dc)
+            line = f"{args.key}: execution DC {_dc_line(dc, 'base')}"
+            record.update(_dc_record(dc))
+        else:
+            # Coordinating is planning on the move: the better planning ability rolls.
+            stat = max(ABILITIES, key=lambda ability: getattr(args, ability.lower()))
+            rolled = roll_parallel(
+                block,
+                args.key,
+                stat_used=stat,
+                stat_value=getattr(args, stat.lower()),
+                rng=random.Random(args.seed),
+                base_dc=args.base_dc,
+            )
+            line = rolled.describe()
+            if rolled.dc.dc != rolled.dc.base_dc or rolled.dc.modifiers:
+                line += f" [DC {_dc_line(rolled.dc, 'coordination DC')}]"
+            record.update(_dc_record(rolled.dc))
+            record.update(_roll_record(rolled))
+    except ValueError as error:  # a parallel option without a DC, or past the bounds
+        raise UsageError(f"{label(args.key)}: {error}") from None
+    out.write(json.dumps(record, ensure_ascii=False) + "\n" if args.json else label(line) + "\n")
+    return EXIT_OK
+
+
+def _dc_line(dc: DcAdjustment, base: str) -> str:
+    """`13 (base 15, recommended approach -2)`: the DC, and what moved it from `base`."""
+    moved = "".join(f", {m.reason} {m.change:+d}" for m in dc.modifiers)
+    capped = "" if dc.dc - dc.base_dc == sum(m.change for m in dc.modifiers) else ", capped"
+    return f"{dc.dc} ({base} {dc.base_dc}{moved}{capped})"
+
+
+def _dc_record(dc: DcAdjustment) -> dict[str, Any]:
+    return {
+        "base_dc": dc.base_dc,
+        "modifiers": [{"reason": m.reason, "change": m.change} for m in dc.modifiers],
+        "dc": dc.dc,
+    }
+
+
+def _roll_record(rolled: ParallelRoll) -> dict[str, Any]:
+    check, outcome = rolled.check, rolled.outcome
+    return {
+        "stat_used": check.stat_used,
+        "stat_value": check.stat_value,
+        "d20": check.d20,
+        "modifier": check.modifier,
+        "roll_result": check.roll_result,
+        "margin": check.outcome.margin,
+        "success": check.outcome.success,
+        "result": outcome.result,
+        "tasks": dict(outcome.tasks),
+        # Exact fractions of the protocol's tables, as JSON numbers: 5/4 is 1.25.
+        "time_factor": float(outcome.time_factor),
+        "xp_multiplier": float(outcome.xp_multiplier),
+    }
 
 
 def _think(args: argparse.Namespace, out: Output) -> int:

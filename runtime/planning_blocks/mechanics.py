@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, get_args
@@ -49,10 +49,16 @@ __all__ = [
     "GameClock",
     "Loot",
     "Mode",
+    "ParallelOutcome",
+    "ParallelResult",
+    "ParallelRoll",
     "Reattempt",
+    "RolledCheck",
+    "TaskStatus",
     "advance",
     "check_outcome",
     "choice_dc",
+    "coordination_check_dc",
     "coordination_dc",
     "execution_dc",
     "freeze",
@@ -63,11 +69,14 @@ __all__ = [
     "mode_of",
     "parallel_dc_modifier",
     "parallel_option_time",
+    "parallel_outcome",
+    "parallel_tasks",
     "parallel_time",
     "parallel_time_factor",
     "reattempt",
     "reward_multiplier",
     "roll_check",
+    "roll_parallel",
     "snake_case",
     "thaw",
     "topic_key",
@@ -91,7 +100,8 @@ AVERAGE_SCORE = 10
 "The ability score whose modifier is 0: the default for a character nobody described."
 MAX_SCORE = field_bound(PlanQuality, "stat_value", "le")
 "The highest ability score (the planning-block contract's bound)."
-_CHECK_DCS = (field_bound(PlanQuality, "dc", "ge"), field_bound(PlanQuality, "dc", "le"))
+DC_BOUNDS = (field_bound(PlanQuality, "dc", "ge"), field_bound(PlanQuality, "dc", "le"))
+"The lowest and highest DC the planning-block contract allows."
 _LAST_GAME_TIME = field_bound(FrozenPlan, "freeze_until", "le")  # exact in every JSON reader
 
 SUCCESS_TIERS: tuple[tuple[int, QualityTier], ...] = (
@@ -210,7 +220,7 @@ def roll_check(stat_used: str, stat_value: int, dc: int, rng: random.Random) -> 
     """
     if not 1 <= stat_value <= MAX_SCORE:
         raise ValueError(f"an ability score is 1 to {MAX_SCORE}, not {stat_value}")
-    low, high = _CHECK_DCS
+    low, high = DC_BOUNDS
     if not low <= dc <= high:
         raise ValueError(f"a DC is {low} to {high}, not {dc}")
     modifier = (stat_value - 10) // 2
@@ -344,22 +354,28 @@ def choice_dc(block: PlanningBlock, key: str, base_dc: int) -> DcAdjustment:
     choices to run.
     """
     choice = block.choices[key]
-    analysis, quality = block.analysis, block.plan_quality
-    recommended = isinstance(analysis, Analysis) and analysis.recommended_approach == key
-    tier = quality.quality_tier if isinstance(quality, PlanQuality) else None
     parallel = 0
     if is_parallel(key):
         complexity: Complexity = "simple"
         if isinstance(choice.analysis, ParallelAnalysis):
             complexity = choice.analysis.complexity
         parallel = parallel_dc_modifier(len(situational_keys(block.choices)), complexity)
+    return _with_plan_modifiers(block, key, base_dc, parallel_modifier=parallel)
+
+
+def _with_plan_modifiers(
+    block: PlanningBlock, key: str, base_dc: int, *, parallel_modifier: int = 0
+) -> DcAdjustment:
+    """`execution_dc` of `base_dc` with the plan's modifiers for choice `key`, read from `block`."""
+    choice = block.choices[key]
+    analysis, quality = block.analysis, block.plan_quality
     return execution_dc(
         base_dc,
-        recommended=recommended,
+        recommended=isinstance(analysis, Analysis) and analysis.recommended_approach == key,
         risk_level=choice.risk_level if isinstance(choice.risk_level, str) else None,
-        tier=tier,
+        tier=quality.quality_tier if isinstance(quality, PlanQuality) else None,
         confidence=choice.confidence if isinstance(choice.confidence, str) else None,
-        parallel_modifier=parallel,
+        parallel_modifier=parallel_modifier,
     )
 
 
@@ -455,6 +471,204 @@ def parallel_option_time(block: PlanningBlock, durations: Mapping[str, int]) -> 
     if missing:
         raise ValueError(f"no duration for {', '.join(missing)}")
     return parallel_time((durations[task] for task in tasks), complexity)
+
+
+# The parallel option's outcome -------------------------------------------------------
+
+ParallelResult = Literal["success", "partial", "breakdown"]
+"A coordination check's outcome: every task done, some, or a breakdown with none."
+TaskStatus = Literal["succeeded", "delayed", "failed"]
+"""What became of one task of the parallel option.
+
+Delayed: not done, but not lost either; the game may take it up again on its own.
+Failed: lost for now, as any failed task is.
+"""
+
+
+@dataclass(frozen=True)
+class ParallelOutcome:
+    """What a parallel option's coordination check means for each of its tasks."""
+
+    check: CheckOutcome
+    "The coordination roll against its DC: margin, success and tier."
+    result: ParallelResult
+    tasks: tuple[tuple[str, TaskStatus], ...]
+    "Each task and what became of it, in the priority order given."
+    time_factor: Fraction
+    """The attempt's game time as a multiple of its longest task's time.
+
+    The coordination takes this long whatever its outcome: a breakdown saves no time.
+    """
+    xp_multiplier: Fraction
+    "What the XP of the tasks that succeeded is multiplied by: 6/5 on success, else 1."
+
+    def having(self, status: TaskStatus) -> tuple[str, ...]:
+        """The tasks that ended as `status`, in priority order."""
+        return tuple(task for task, became in self.tasks if became == status)
+
+    def describe(self) -> str:
+        """One line, such as `partial success: scout_ridge succeeded; bribe_guard delayed ...`."""
+        if self.result == "success":
+            head = "full success: every task succeeded"
+        elif self.result == "breakdown":
+            head = "coordination breakdown: the tasks interfere and none succeeds"
+        else:
+            parts = [
+                f"{', '.join(tasks)} {status}"
+                for status in get_args(TaskStatus)
+                if (tasks := self.having(status))
+            ]
+            head = "partial success: " + "; ".join(parts)
+        time = f"time x{_decimal(self.time_factor)} of the longest task"
+        if self.result == "breakdown":  # no task succeeded: no XP to multiply
+            return f"{head} ({time})"
+        return f"{head} ({time}, XP x{_decimal(self.xp_multiplier)})"
+
+
+def _decimal(value: Fraction) -> str:
+    """An exact fraction of the protocol's tables as a decimal: 5/4 is `1.25`, 11/8 `1.375`."""
+    return f"{float(value):g}"
+
+
+def parallel_outcome(
+    roll_result: int, dc: int, tasks: Sequence[str], complexity: Complexity = "simple"
+) -> ParallelOutcome:
+    """Resolve the parallel option's coordination check: full success, partial, breakdown.
+
+    `tasks` are the situational choices the option runs (2 or more, distinct),
+    in priority order: the first are kept longest. Reaching the DC is a full
+    success: every task succeeds, in `parallel_time_factor` times the longest
+    task's time, for x1.2 XP. Falling short costs one task, the last in
+    priority, for every COORDINATION_PER_TASK points (or part) of the
+    shortfall: the points each further task adds to the coordination DC.
+    Those tasks are delayed while the check is Incomplete (short by 1 to 4)
+    and failed once it is Muddled (5 to 9). A breakdown, where every task
+    fails, is a shortfall that costs every task, or a Confused check (short
+    by 10 or more) whatever the number of tasks. The attempt takes its time
+    whatever the outcome; only a success earns the XP multiplier.
+
+    Raises ValueError for fewer than two tasks, a task named twice or an
+    unknown complexity.
+    """
+    if len(set(tasks)) != len(tasks):
+        raise ValueError("a parallel option runs each task once")
+    time_factor = parallel_time_factor(len(tasks), complexity)  # raises for < 2 tasks
+    check = check_outcome(roll_result, dc)
+    if check.success:
+        statuses: list[TaskStatus] = ["succeeded"] * len(tasks)
+        result: ParallelResult = "success"
+    else:
+        lost = -(check.margin // COORDINATION_PER_TASK)  # a part of the points costs a task
+        if lost >= len(tasks) or check.quality_tier == "Confused":
+            statuses, result = ["failed"] * len(tasks), "breakdown"
+        else:
+            missed: TaskStatus = "delayed" if check.quality_tier == "Incomplete" else "failed"
+            kept: list[TaskStatus] = ["succeeded"] * (len(tasks) - lost)
+            statuses = kept + [missed] * lost
+            result = "partial"
+    return ParallelOutcome(
+        check,
+        result,
+        tuple(zip(tasks, statuses, strict=True)),
+        time_factor,
+        PARALLEL_REWARD if result == "success" else Fraction(1),
+    )
+
+
+def parallel_tasks(block: PlanningBlock) -> list[str]:
+    """The tasks `block`'s parallel option runs, in priority order.
+
+    The recommended approach first, when it is a situational choice (the
+    plan's own judgement of what matters most), then the block's order.
+    """
+    tasks = situational_keys(block.choices)
+    analysis = block.analysis
+    first = analysis.recommended_approach if isinstance(analysis, Analysis) else None
+    return sorted(tasks, key=lambda task: task != first)  # stable: the rest keep their order
+
+
+def coordination_check_dc(
+    block: PlanningBlock, key: str, base_dc: int | None = None
+) -> DcAdjustment:
+    """The DC of the coordination check of `block`'s parallel option `key`.
+
+    The coordination DC (`coordination_dc` of the primary task's base DC, the
+    tasks and their complexity), moved by the plan's modifiers as any chosen
+    option is (recommended -2, high risk +2, tier, low confidence; at most 4
+    either way, within 5..30). The parallel option's own +2 to +4 is not
+    added again: the coordination DC already counts the tasks. The base DC
+    is `base_dc` when given, else the option's `analysis.base_dc`; an option
+    with neither is taken at the `coordination_dc` it states.
+
+    Raises KeyError for a key the block does not have; ValueError for a key
+    that is not the parallel option, fewer than two situational choices, a
+    DC outside 1..40, or an option stating neither base nor coordination DC
+    when `base_dc` is None.
+    """
+    choice = block.choices[key]
+    if not is_parallel(key):
+        raise ValueError(f"{key} is not the parallel option")
+    analysis = choice.analysis if isinstance(choice.analysis, ParallelAnalysis) else None
+    complexity: Complexity = analysis.complexity if analysis is not None else "simple"
+    tasks = len(situational_keys(block.choices))
+    if base_dc is None and analysis is not None and isinstance(analysis.base_dc, int):
+        base_dc = analysis.base_dc
+    low, high = DC_BOUNDS
+    if base_dc is not None:
+        if not low <= base_dc <= high:
+            raise ValueError(f"a DC is {low} to {high}, not {base_dc}")
+        stated = coordination_dc(base_dc, tasks, complexity)
+    elif analysis is not None and isinstance(analysis.coordination_dc, int):
+        parallel_dc_modifier(tasks)  # raises, as coordination_dc does, for fewer than 2 tasks
+        stated = analysis.coordination_dc
+    else:
+        raise ValueError(f"{key} states no base_dc or coordination_dc: the base DC is needed")
+    # Past the contract's highest DC the result is MAX_DC all the same (the
+    # modifiers move it by 4 at most), so the coordination DC is taken at that bound.
+    return _with_plan_modifiers(block, key, min(stated, high))
+
+
+@dataclass(frozen=True)
+class ParallelRoll:
+    """A parallel option resolved: the DC, the coordination roll, and what came of each task."""
+
+    key: str
+    dc: DcAdjustment
+    check: RolledCheck
+    outcome: ParallelOutcome
+
+    def describe(self) -> str:
+        """One line: the option, the roll against its DC, and the outcome."""
+        result = "success" if self.check.outcome.success else "failure"
+        return (
+            f"{self.key}: coordination ({self.check.stat_used}) d20 {self.check.d20} "
+            f"{self.check.modifier} = {self.check.roll_result} vs DC {self.dc.dc}, "
+            f"{result} by {abs(self.check.outcome.margin)}: {self.outcome.describe()}"
+        )
+
+
+def roll_parallel(
+    block: PlanningBlock,
+    key: str,
+    *,
+    stat_used: str,
+    stat_value: int,
+    rng: random.Random,
+    base_dc: int | None = None,
+) -> ParallelRoll:
+    """Roll the coordination check of `block`'s parallel option `key` and resolve it.
+
+    The DC is `coordination_check_dc(block, key, base_dc)`; the roll is
+    `roll_check(stat_used, stat_value, dc, rng)`; the tasks are
+    `parallel_tasks(block)`, resolved by `parallel_outcome` at the option's
+    complexity. Raises KeyError and ValueError as those functions do.
+    """
+    dc = coordination_check_dc(block, key, base_dc)
+    analysis = block.choices[key].analysis
+    complexity = analysis.complexity if isinstance(analysis, ParallelAnalysis) else "simple"
+    check = roll_check(stat_used, stat_value, dc.dc, rng)
+    outcome = parallel_outcome(check.roll_result, dc.dc, parallel_tasks(block), complexity)
+    return ParallelRoll(key, dc, check, outcome)
 
 
 # Frozen plans ------------------------------------------------------------------------
