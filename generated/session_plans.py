@@ -8,6 +8,15 @@ import typing as _typing
 import msgspec as _msgspec
 
 
+class RefusalViolation(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One problem of a document a call would have made."""
+
+    pointer: str
+    "Its JSON Pointer into that document."
+    message: str
+    "The problem, in one line."
+
+
 class SessionClearPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     """Parameters of the `planning_clear_plan` tool, which take no values: abandon the current plan, keeping its objective and discarding its steps. Decisions: clearing when there is no plan, or when the plan is already abandoned, is an error; a completed plan can be cleared. The tool returns these parameters as its result."""
 
@@ -16,6 +25,13 @@ class SessionReadPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True,
     """Parameters of the `planning_read_plan` tool, which take no values: return the current session plan, whatever its status (an abandoned one too, with its objective and no steps). Fails when there is no plan. Decision: reading changes nothing, so it adds no snapshot to the session's history."""
 
 
+DateTime: _typing.TypeAlias = _typing.Annotated[
+    str,
+    _msgspec.Meta(
+        pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+    ),
+]
+"An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
 Details: _typing.TypeAlias = _typing.Annotated[
     str, _msgspec.Meta(max_length=512, min_length=1, pattern="^[!-~](?:[ -~\\n]*[!-~])?$(?!\\n)")
 ]
@@ -34,6 +50,13 @@ Title: _typing.TypeAlias = _typing.Annotated[
     str, _msgspec.Meta(max_length=160, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
 ]
 "A step title: one line of printable ASCII, 1 to 160 characters, no leading or trailing spaces."
+Uuid: _typing.TypeAlias = _typing.Annotated[
+    str,
+    _msgspec.Meta(
+        pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+    ),
+]
+"A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
 
 
 class NewPlanStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -58,6 +81,17 @@ class PlanStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen
     "Where the step stands; a step is `pending` when it is added."
     notes: _typing.Annotated[tuple[Details, ...], _msgspec.Meta(max_length=100)]
     "Observations recorded when the step was marked, oldest first; at most 100, after which marking the step with a note is refused."
+
+
+class Refusal(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Why a tool refused a call."""
+
+    field: str | None = _msgspec.field(name="field")
+    "The JSON Pointer of the argument at fault (`/steps/1/title`; empty for the arguments as a whole), or null when the plan's state, not an argument, refused the call."
+    message: str
+    "The refusal as the caller reads it: the field, as a model writes it, then the problem."
+    violations: list[RefusalViolation]
+    "Every problem of a document the call would have made, each with its JSON Pointer into that document; empty when the refusal is about the call alone, as it always is for the planning tools."
 
 
 class SessionAddStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -96,6 +130,31 @@ class SessionSetupPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     "What the plan is for, in one line of at most 240 ASCII characters."
     initial_steps: _typing.Annotated[tuple[NewPlanStep, ...], _msgspec.Meta(max_length=999)] = ()
     "The first steps, in order. May be empty and filled later with `planning_add_step`."
+
+
+class SessionToolEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The record of one call of a planning tool in a session: which session and which of its calls, the tool and its arguments as given, whether it succeeded, what the tool returned or why it refused the call, when the call ended and how long it took. A session tells its subscribers one as soon as each call is done (`PlanSession.subscribe`); `session run --events FILE` and `session drive --events FILE` append each as one line of FILE. Decisions: every call the session takes has one, a refused call included (an unknown tool too); a line of `session run` that is no call (malformed JSON, no tool named) reached no tool and has none; `sequence` counts a session's calls from 1, so the lines of several runs appended to one file are told apart by `session_id`; the duration is the call's own, from a monotonic clock, without the time its subscribers take; the plan is not repeated in each event (it would make a log grow with the plan times the calls): a read returns it as its result, and the plan at the end is `session run`'s last line. `ok` is true exactly when `result` is an object and `error` is null."""
+
+    session_id: Uuid
+    "The session the call was made in: a random UUID drawn when the session is made, unless it was given one."
+    sequence: _typing.Annotated[int, _msgspec.Meta(ge=1)]
+    "Which call of the session this was: 1 for its first call, refused calls counted."
+    tool: str
+    "The tool's name as the call gave it, an unknown one included."
+    arguments: _typing.Any
+    "The call's arguments as it gave them, before they were trimmed or checked (arguments that are no object are refused)."
+    ok: bool
+    "Whether the call succeeded."
+    message: str
+    "The one line the caller reads back: what the call did, or why it was refused (then the same as `error.message`)."
+    result: dict[str, _typing.Any] | None
+    "What the tool returned, or null for a refused call: its parameters, trimmed, for a tool that changes the plan; the plan itself for `planning_read_plan`."
+    error: Refusal | None
+    "Why the call was refused, or null for a call that succeeded."
+    duration_seconds: _typing.Annotated[float, _msgspec.Meta(ge=0.0)]
+    "How long the call took, in seconds, from a monotonic clock: its checks, its new plan and keeping it."
+    ended_at: DateTime
+    "When the call ended, in UTC."
 
 
 class SessionUpdateStep(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):

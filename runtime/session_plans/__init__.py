@@ -5,19 +5,22 @@
 The family's files follow the layout every family shares
 (docs/development.md#a-familys-files): `rules` (the plan's invariants beyond
 its schema), `tools` (the six tools, read from their contracts), `session`
-(`PlanSession`: the plan and its snapshots), `handlers` (each tool's checks,
-then `reducers`, the only code that makes a new plan), `profiles` (the
-profile of one call), `prompts` (the tools' prompt section and definitions,
-a drive's prompt), `agent` (the `Driver`: the model making the calls) and
-`commands` (`session run`, `drive`, `section`, `tools`); `steps` holds the
-step ids and the limits the schemas set.
+(`PlanSession`: the plan, its snapshots, and an event of each call for its
+subscribers), `handlers` (each tool's checks, then `reducers`, the only
+code that makes a new plan), `profiles` (the profile of one call),
+`prompts` (the tools' prompt section and definitions, a drive's prompt),
+`agent` (the `Driver`: the model making the calls) and `commands`
+(`session run`, `drive`, `section`, `tools`); `events` writes the events of
+`--events FILE`, and `steps` holds the step ids and the limits the schemas
+set.
 """
 
+from ...generated.session_plans import SessionToolEvent
 from .agent import Drive, Driver, checked_objective
 from .profiles import call_profile, open_tools
 from .prompts import PlanningStrategy, drive_messages, planning_section, tool_definitions
 from .rules import RULES, SESSION_PLAN_RULES, UPDATE_STEP_RULES
-from .session import PlanSession
+from .session import PlanSession, Subscriber, SubscriberFailed
 from .steps import MAX_NOTES, MAX_OBJECTIVE, MAX_STEPS, step_id, step_number
 from .tools import TOOLS
 
@@ -33,6 +36,9 @@ __all__ = [
     "Driver",
     "PlanSession",
     "PlanningStrategy",
+    "SessionToolEvent",
+    "Subscriber",
+    "SubscriberFailed",
     "call_profile",
     "checked_objective",
     "drive_messages",

@@ -12,7 +12,7 @@ import argparse
 import json
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import msgspec
 
@@ -38,6 +38,7 @@ from ..commandkit import (
 from ..commandkit.progress import current_progress, showing_progress
 from ..core.errors import GenerationFailed, UsageError
 from ..core.sessions import ToolCall
+from .events import EventLog, events_file
 from .prompts import PlanningStrategy, planning_section, tool_definitions
 from .session import PlanSession
 from .steps import MAX_OBJECTIVE
@@ -78,6 +79,7 @@ def _add_run(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="print the plan after each call too, not only once at the end "
         "(the output then grows with the plan's size times the calls)",
     )
+    _add_events(run)
     run.set_defaults(run=_run)
 
 
@@ -107,6 +109,7 @@ def _add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "it stops sooner once the plan is completed",
     )
     _add_strategy(drive, "the planning section's mindset")
+    _add_events(drive)
     add_model_options(drive, seed="seed of the sampling")
     drive.set_defaults(run=_drive)
 
@@ -133,42 +136,67 @@ def _add_strategy(command: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_events(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--events",
+        metavar="FILE",
+        help="append each tool call's session-tool-event to FILE, one JSON line each, "
+        "written as the call is done (FILE is created if missing; what it holds is kept)",
+    )
+
+
 _SUBCOMMANDS: tuple[Subcommands, ...] = (_add_run, _add_drive, _add_prompt_commands)
 "Every subcommand of `session`, each added by the function of the module that owns it."
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
     session = PlanSession(keep=1)  # only the latest plan is ever printed
-    # Each call's line says what it changed (its result); the whole plan goes
-    # once at the end. Printed after every call, a plan that grows with each
-    # note made the output quadratic: 1.2 MB of note calls printed 1 GB.
-    after = (lambda: {"plan": session.latest}) if args.plan_after_each else dict
-    status = run_calls(args.calls, args.max_bytes, out, session, after)
+    with events_file(args.events, inputs=[args.calls]) as log:
+        if log is not None:
+            session.subscribe(log)
+
+        def after() -> dict[str, Any]:
+            if log is not None:
+                log.check()  # an event that could not be written ends the run here
+            # Each call's line says what it changed (its result); the whole plan goes
+            # once at the end. Printed after every call, a plan that grows with each
+            # note made the output quadratic: 1.2 MB of note calls printed 1 GB.
+            return {"plan": session.latest} if args.plan_after_each else {}
+
+        status = run_calls(args.calls, args.max_bytes, out, session, after)
     out.write(msgspec.json.encode({"plan": session.latest}).decode() + "\n")
     return status
 
 
 def _drive(args: argparse.Namespace, out: Output) -> int:
     with showing_progress("session drive", out):
-        return _drive_with(args, out)
+        require_extra(writer_extra(args), "session drive")
+        from .agent import checked_objective
+
+        try:
+            objective = checked_objective(args.objective)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        # Opened before the model loads: a file that cannot be opened is said at once.
+        with events_file(args.events) as log:
+            return _drive_with(args, out, objective, log)
 
 
-def _drive_with(args: argparse.Namespace, out: Output) -> int:
-    require_extra(writer_extra(args), "session drive")
+def _drive_with(args: argparse.Namespace, out: Output, objective: str, log: EventLog | None) -> int:
     from ..model.choice import load_writer
-    from .agent import Drive, Driver, checked_objective
+    from .agent import Drive, Driver
 
-    try:
-        objective = checked_objective(args.objective)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
     progress = current_progress()
     with progress.doing("loading the model"):
         driver = Driver(load_writer(model_choice(args), needs="a drive needs one"))
     drive = Drive(objective)
+    if log is not None:
+        drive.session.subscribe(log)
     progress.call(1, args.max_calls)
 
     def printed(call: ToolCall[SessionPlan | None]) -> None:
+        if log is not None:
+            log.check()  # an event that could not be written ends the drive here
         record = {"call": len(drive.calls), **outcome(call.result), "arguments": call.arguments}
         out.write(msgspec.json.encode(record).decode() + "\n")
         out.flush()  # each call shows as it is made
