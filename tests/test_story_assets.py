@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import string
 import sys
@@ -309,6 +310,20 @@ if behaviour == "chatty":
     sys.exit(3)
 if behaviour == "nothing":
     sys.exit(0)
+if behaviour == "link":
+    os.symlink("/etc/passwd", out)
+    sys.exit(0)
+if behaviour == "fifo":
+    os.mkfifo(out)
+    sys.exit(0)
+if behaviour == "background":
+    child = os.fork()
+    if child == 0:  # keeps the output open long after the program ends
+        time.sleep(120)
+        open(log + ".ended", "w").close()
+        os._exit(0)
+    with open(log + ".pids", "w") as stream:
+        stream.write(str(child))
 if behaviour == "gif":
     open(out, "wb").write(b"GIF89a" + bytes(20))
     sys.exit(0)
@@ -393,6 +408,8 @@ def test_the_command_makes_every_asset_with_its_arguments_never_through_a_shell(
         ("chatty", "exited 3: the last words"),
         ("nothing", "exited 0 but wrote no file at "),
         ("gif", "wrote no PNG image at "),
+        ("link", "exited 0 but wrote a link at "),
+        ("fifo", "exited 0 but wrote a FIFO at "),
     ],
 )
 def test_a_command_that_fails_refuses_the_call_naming_the_asset_and_leaves_no_file(
@@ -410,7 +427,7 @@ def test_a_command_that_fails_refuses_the_call_naming_the_asset_and_leaves_no_fi
     assert message in error
     assert "\n" not in error
     assert len(error) < 400
-    assert [p for p in assets.rglob("*") if p.is_file()] == []
+    assert [p for p in assets.rglob("*") if not p.is_dir()] == []  # no file, link or FIFO
     with DraftStore(tmp_path / "s.db") as store:
         assert store.load_draft(records[0]["session"]).characters == []
 
@@ -433,6 +450,25 @@ def test_a_command_that_hangs_is_killed_with_what_it_started(
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _alive(pid)
+
+
+@pytest.mark.process
+def test_a_program_that_leaves_something_running_is_not_waited_for(
+    tmp_path: Path, maker: tuple[str, Path]
+) -> None:
+    command, log = maker
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    lines = [call(PREMISE, premise()), call(CHARACTER, character())]
+    options = ("--assets", str(assets), "--asset-command", command)
+    try:
+        status, records, stderr = story_run(tmp_path, lines, *options, env={"MAKER": "background"})
+        assert (status, stderr) == (0, "")
+        assert records[1]["ok"] is True
+        # Its output still open, the background child had not ended when the call did.
+        assert not Path(f"{log}.ended").exists()
+    finally:
+        os.kill(int(Path(f"{log}.pids").read_text()), signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

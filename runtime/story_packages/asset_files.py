@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -35,6 +36,7 @@ import selectors
 import shlex
 import shutil
 import signal
+import stat
 import string
 import subprocess
 import textwrap
@@ -51,7 +53,7 @@ from ...generated import STORY_PACKAGE
 from ...generated.story_packages import AssetFile
 from ..commandkit import RulesOption, bounded_int, label, reason
 from ..core.errors import AssetGenerationError, UsageError, Violation, printable, shown
-from ..core.files import replace_file
+from ..core.files import kind_of, replace_file
 from ..core.rules import Rules
 from .assets import AssetKind, AssetRequest, asset_file, missing_asset_violations, served_path
 from .rules import STORY_PACKAGE_RULES
@@ -164,6 +166,9 @@ MAX_TIMEOUT = 3600
 _TAIL = 4096
 "The last bytes of the command's output, kept to say why it failed: the rest is read and dropped."
 
+_POLL = 0.2
+"Seconds between two looks at whether the program has ended, while its output is quiet."
+
 _SIGNATURES: dict[AssetKind, tuple[str, str, str]] = {
     "portrait": ("png", "image/png", "PNG image"),
     "background": ("png", "image/png", "PNG image"),
@@ -253,20 +258,34 @@ class AssetCommand:
             raise AssetGenerationError(
                 f"the asset command {program} {how}" + (f": {said}" if said else "")
             )
-        try:
-            with out.open("rb") as made:
-                head = made.read(12)
-        except FileNotFoundError:
-            raise AssetGenerationError(
-                f"the asset command {program} exited 0 but wrote no file at {shown(str(out))}"
-            ) from None
-        except OSError as error:
-            raise AssetGenerationError(f"cannot read {shown(str(out))}: {reason(error)}") from None
+        head = _head(out, f"the asset command {program} exited 0 but wrote")
         if not _is_format(request.kind, head):
             raise AssetGenerationError(
                 f"the asset command {program} wrote no {what} at {shown(str(out))} "
                 f"(it begins {shown(head.decode('latin-1'), 20)}); a .{extension} is expected"
             )
+
+
+def _head(out: Path, wrote: str) -> bytes:
+    """The first bytes of the regular file `out`; an `AssetGenerationError` says what is there.
+
+    Opened never through a link and without waiting (a FIFO would block a
+    read forever): a link, a folder or a FIFO the program left is no asset.
+    """
+    where = shown(str(out))
+    try:
+        descriptor = os.open(out, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise AssetGenerationError(f"{wrote} no file at {where}") from None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise AssetGenerationError(f"{wrote} a link at {where}, not a file") from None
+        raise AssetGenerationError(f"cannot read {where}: {reason(error)}") from None
+    with os.fdopen(descriptor, "rb") as made:
+        mode = os.fstat(made.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise AssetGenerationError(f"{wrote} {kind_of(mode)} at {where}, not a file")
+        return made.read(12)
 
 
 def _pieces(argument: str) -> Iterator[tuple[str, str | None]]:
@@ -312,7 +331,11 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
             while (left := deadline - time.monotonic()) > 0:
-                if not selector.select(left):
+                # In short waits: a program that has ended while something it started
+                # (in the background) keeps the output open is not waited on to the timeout.
+                if not selector.select(min(left, _POLL)):
+                    if process.poll() is not None:
+                        break
                     continue
                 chunk = os.read(process.stdout.fileno(), 65536)
                 if not chunk:  # every writer closed the output: the program is ending
