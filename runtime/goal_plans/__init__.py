@@ -8,8 +8,9 @@ their schemas), `session` (`PlanningSystem`: the goals and plans, and what a
 cycle does to them, never calling a model), `profiles` (the profile of a
 plan's steps), `prompts` (the plan and replan prompts), `agent` (the
 `GoalPlanner`: scripted answers, the model, or the fallback decomposition)
-and `commands` (`goals plan`, `goals simulate`); beside them, `simulation`
-(a `Person`: the two put together event by event).
+and `commands` (`goals plan`, `goals simulate`, `goals stats`); beside them,
+`simulation` (a `Person`: the two put together event by event, saved and
+resumed as one document) and `stats` (`planning_stats`: a system counted).
 """
 
 from ..core.errors import TooManyGoals
@@ -30,10 +31,12 @@ from .session import (
     follows,
 )
 from .simulation import MAX_NEEDS, CycleReport, Happening, Person
+from .stats import GOAL_STANDINGS, PlanningStats, planning_stats
 
 __all__ = [
     "ABANDONED",
     "GOAL_PLAN_RULES",
+    "GOAL_STANDINGS",
     "HORIZONS",
     "MAX_GOALS",
     "MAX_NEEDS",
@@ -51,6 +54,7 @@ __all__ = [
     "Happening",
     "Person",
     "PlanRequest",
+    "PlanningStats",
     "PlanningSystem",
     "Source",
     "StepOutcome",
@@ -60,4 +64,5 @@ __all__ = [
     "follows",
     "output_profile",
     "plan_messages",
+    "planning_stats",
 ]

@@ -5,7 +5,9 @@ one planning system, in order, and prints one NDJSON line per event: what
 it did, the directive the action decision would read after it, and the
 active plans; with `--state FILE` the simulation goes on from the
 `goal-planning-system` document FILE holds, and is written back to it after
-every event. `goals plan GOAL` prints one plan for one goal.
+every event. `goals stats FILE` counts what a saved simulation (any
+`goal-planning-system` document) has done, as jenbina's `get_planning_stats`
+did. `goals plan GOAL` prints one plan for one goal.
 
 The model is loaded only when a plan is due and no scripted answer is
 left; without one (the model extra missing when no model or server was
@@ -43,6 +45,7 @@ from ..commandkit import (
     RulesOption,
     add_max_bytes,
     add_model_options,
+    complain,
     label,
     lines_of,
     missing_modules,
@@ -71,12 +74,13 @@ from ..core.errors import (
 )
 from ..core.files import locked, replace_file
 from ..core.jsontext import parse
-from ..core.stored import current_document
+from ..core.stored import current_document, upgraded_if_old
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
 from .prompts import Circumstances, PlanRequest
 from .session import HORIZONS, PlanningSystem
 from .simulation import CycleReport, Person
+from .stats import planning_stats
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -115,6 +119,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _add_writers(simulate)
     simulate.set_defaults(run=_simulate)
+    stats = group.add_parser(
+        "stats",
+        help="count a saved simulation's goals, plans, steps and cycles, as one JSON object",
+        usage="%(prog)s FILE [--horizon H[,H...]]\n       %(prog)s --state FILE",
+    )
+    stats.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="a goal-planning-system JSON file (jenbina's to_dict too), or - for stdin",
+    )
+    stats.add_argument(
+        "--state",
+        metavar="STATE",
+        help="the state file of goals simulate --state, read as a simulation reads it",
+    )
+    stats.add_argument(
+        "--horizon",
+        metavar="H[,H...]",
+        help="the horizon (short, mid, long) of every goal, or of each goal in order, of a "
+        "document jenbina's to_dict wrote (default: short)",
+    )
+    add_max_bytes(stats)
+    stats.set_defaults(run=_stats)
     plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
     most = field_bound(NewGoalEvent, "description", "max_length")
     plan.add_argument(
@@ -229,13 +257,15 @@ def _held(name: str | None) -> Iterator[None]:
         yield
 
 
-def _read_state(name: str, horizon: str | None) -> GoalPlanningSystem:
+def _read_state(name: str, horizon: str | None, *, write: bool = True) -> GoalPlanningSystem:
     """The saved simulation in file `name`, or a new one when there is no such file.
 
-    The caller holds the file's lock. A document an older version stored
-    (jenbina's `to_dict`) is upgraded and written back, the old kept beside
-    it (`core.stored`; `horizon` is the step's option). Raises UsageError, in
-    one line, when it cannot be read, cannot be upgraded or is not a valid
+    A document an older version stored (jenbina's `to_dict`) is upgraded
+    (`horizon` is the step's option): with `write`, as a simulation opens
+    it, the upgrade is written back and the old kept beside it
+    (`core.stored`; the caller holds the file's lock); without, it is
+    upgraded in memory only, each step said. Raises UsageError, in one
+    line, when it cannot be read, cannot be upgraded or is not a valid
     `goal-planning-system` document, and StreamError when the upgrade
     cannot be written.
     """
@@ -260,7 +290,11 @@ def _read_state(name: str, horizon: str | None) -> GoalPlanningSystem:
         raise UsageError(f"--state {label(name)}: {data.message}")
     options = {} if horizon is None else {"horizon": horizon}
     try:
-        data = current_document(GOAL_PLANNING_SYSTEM, Path(name), data, say=say, options=options)
+        if write:
+            path = Path(name)
+            data = current_document(GOAL_PLANNING_SYSTEM, path, data, say=say, options=options)
+        else:
+            data = _upgraded(name, data, options)
     except MigrationFailed as error:
         raise UsageError(f"--state {label(name)}: {error}") from None
     except OSError as error:
@@ -275,6 +309,52 @@ def _read_state(name: str, horizon: str | None) -> GoalPlanningSystem:
             + (f" (and {more} more)" if more else "")
         ) from None
     return state
+
+
+def _upgraded(name: str, data: bytes, options: dict[str, str]) -> bytes:
+    """`data` brought to the current version in memory, each step said; as it is when current.
+
+    Raises MigrationFailed when a step fails.
+    """
+    migrated = upgraded_if_old(GOAL_PLANNING_SYSTEM, data, options=options)
+    if migrated is None:
+        return data
+    for line in migrated.lines():
+        say(f"{label(name)}: {line}")
+    return msgspec.json.encode(migrated.value)
+
+
+def _stats(args: argparse.Namespace, out: Output) -> int:
+    if (args.file is None) == (args.state is None):
+        raise UsageError("give one FILE, or --state FILE")
+    if args.state is not None:
+        if not os.path.lexists(args.state):  # counting a new simulation would hide a typo
+            raise UsageError(f"--state {label(args.state)}: no such file")
+        state = _read_state(args.state, args.horizon, write=False)
+    else:
+        try:
+            with opened(args.file) as stream:
+                data = read_at_most(stream, args.max_bytes)
+        except OSError as error:
+            raise UsageError(f"{label(args.file)}: {unreadable(error)}") from None
+        try:
+            if isinstance(data, Violation):
+                raise ContractError(GOAL_PLANNING_SYSTEM.name, [data])
+            options = {} if args.horizon is None else {"horizon": args.horizon}
+            state = decode(GOAL_PLANNING_SYSTEM, _upgraded(args.file, data, options))
+        except ContractError as error:
+            first = error.violations[0]
+            more = len(error.violations) - 1
+            complain(
+                f"{label(args.file)}: not a {GOAL_PLANNING_SYSTEM.name}: {first}"
+                + (f" (and {more} more)" if more else "")
+            )
+            return EXIT_INVALID
+        except MigrationFailed as error:
+            complain(f"{label(args.file)}: {error}")
+            return EXIT_INVALID
+    out.write(msgspec.json.encode(planning_stats(state)).decode() + "\n")
+    return EXIT_OK
 
 
 def _write_state(name: str, person: Person) -> None:
