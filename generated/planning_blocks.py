@@ -158,6 +158,13 @@ class PlanningSession(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
     "The topics frozen by failed Think-mode checks, keyed by topic."
 
 
+class StateUpdates(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What the turn changes in the game's state."""
+
+    frozen_plans: FrozenPlans | _msgspec.UnsetType = _msgspec.UNSET
+    "The planning topics frozen after this turn, keyed by topic: a freeze a failed Think-mode check made, still running."
+
+
 class Choice(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One option offered to the player."""
 
@@ -206,3 +213,14 @@ class PlanningBlock(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     "Why a block with 2 or more situational choices offers no parallel option: `mutually_exclusive` (the choices rule each other out by nature, such as surrendering or fighting to the death) or `sequential` (one must happen before another is possible). Only these reasons excuse a Think-mode block from the parallel option; a block that has one must not set this."
     analysis: Analysis | _msgspec.UnsetType = _msgspec.UNSET
     "Which choice is recommended and why. Required in Think mode."
+
+
+class StoryResponse(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One Story-mode response of the game master: the narrative prose of what happens, the planning block offering what to do next, and the state updates the turn makes. Story mode advances game time, as Think mode does not. The planning block is a separate, structured field: the narrative holds story prose only. Rules beyond this schema, checked by plancontracts: the narrative is plain prose, never the block's JSON (no JSON object, no planning-block field written as a JSON key such as `"choices":` or `"thinking":`, no fenced code block), without HTML markup or control characters; the planning block follows the planning protocol's Story-mode rules and carries no `plan_quality`; the frozen plans follow the freeze rules of `frozen-plans`. Decisions: the choices are offered in `planning_block.choices` only; a response carries no planning check of its own, since Think mode, which rolls one, answers with a planning block alone."""
+
+    narrative: _typing.Annotated[str, _msgspec.Meta(max_length=6000, min_length=1)]
+    "What happens, told as story prose for the player: paragraphs of plain text, without the choices, without JSON and without markup."
+    planning_block: PlanningBlock
+    "What the player may do next, as a Story-mode planning block."
+    state_updates: StateUpdates | _msgspec.UnsetType = _msgspec.UNSET
+    "What the turn changes in the game's state."

@@ -1,12 +1,14 @@
 """Rules of the contracts that a JSON Schema cannot state, checked on parsed JSON.
 
-Two contracts have them. A planning block must follow the planning protocol:
+Four contracts have them. A planning block must follow the planning protocol:
 choice keys in snake_case, at most one parallel option and always last, a
 consistent planning check, a recommended approach that exists, a coordination
 DC that follows the +2 per additional task rule, and plain text without
 markup; in Think mode it also carries its analysis and, with 2 or more
 situational choices, the parallel option. Frozen plans must freeze for the
-hours their DC sets, from the moment the check failed.
+hours their DC sets, from the moment the check failed; a planning session's
+too, and none failed after its clock. A story response's narrative is prose,
+never the block's JSON, and its block and frozen plans follow their rules.
 
 The rules read the value as parsed, whatever else is wrong with it: each one
 checks only what is there and well typed, so a document that breaks the
@@ -29,6 +31,7 @@ import msgspec
 from ...generated import FROZEN_PLANS as FROZEN_PLANS_CONTRACT
 from ...generated import PLANNING_BLOCK
 from ...generated import PLANNING_SESSION as PLANNING_SESSION_CONTRACT
+from ...generated import STORY_RESPONSE as STORY_RESPONSE_CONTRACT
 from ...generated.planning_blocks import Complexity
 from ..core.contracts import AnyContract, contract_schema
 from ..core.errors import Violation, shown
@@ -54,6 +57,7 @@ __all__ = [
     "RULES",
     "SESSION",
     "STORY_MODE",
+    "STORY_RESPONSE",
     "THINK_MODE",
     "check_inputs",
     "rules_in",
@@ -389,6 +393,56 @@ def _planning_session(value: Any) -> Iterator[Violation]:
             )
 
 
+# Story responses ------------------------------------------------------------------
+
+# A fenced code block (three or more backticks or tildes at a line's start):
+# a model that writes the block into the narrative often fences it.
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*", re.MULTILINE)
+
+
+def _story_response(value: Any) -> Iterator[Violation]:
+    if not isinstance(value, dict):
+        return
+    narrative = value.get("narrative")
+    if isinstance(narrative, str):
+        yield from _narrative(narrative)
+    block = value.get("planning_block")
+    for violation in _planning_block(block, "story"):
+        yield Violation(f"/planning_block{violation.pointer}", violation.message)
+    if isinstance(block, dict) and "plan_quality" in block:
+        yield Violation(
+            "/planning_block/plan_quality",
+            "a story response rolls no planning check: plan_quality belongs to a Think-mode "
+            "block, which is answered alone (remove it)",
+        )
+    updates = value.get("state_updates")
+    if isinstance(updates, dict):
+        yield from _frozen_plans(updates.get("frozen_plans"), "/state_updates/frozen_plans")
+
+
+def _narrative(text: str) -> Iterator[Violation]:
+    """What the narrative holds that is not prose: the block's JSON, a code fence, markup."""
+    where = "/narrative"
+    move = "the narrative is story prose only; the choices go in planning_block"
+    written = _block_json().search(text)
+    if written:
+        yield Violation(
+            where, f"holds planning-block JSON ({_show(text[written.start() :])}); {move}"
+        )
+    fence = _FENCE.search(text)
+    if fence:
+        yield Violation(where, f"holds a fenced code block ({_show(fence[0].strip())}); {move}")
+    problems = []
+    if has_markup(text):
+        problems.append("HTML markup")
+    controls = control_characters(text)
+    if controls:
+        listed = ", ".join(f"U+{ord(ch):04X}" for ch in dict.fromkeys(controls))
+        problems.append(f"control characters ({listed})")
+    if problems:
+        yield Violation(where, f"holds {' and '.join(problems)}; the narrative is plain text")
+
+
 STORY_MODE = Rules(
     PLANNING_BLOCK.name, "Story mode's rules", lambda value: _planning_block(value, "story")
 )
@@ -403,10 +457,17 @@ FROZEN_PLANS = Rules(FROZEN_PLANS_CONTRACT.name, "the freeze rules", _frozen_pla
 SESSION = Rules(PLANNING_SESSION_CONTRACT.name, "the session's rules", _planning_session)
 "A session's frozen plans follow the freeze rules, and none failed after its time."
 
+STORY_RESPONSE = Rules(STORY_RESPONSE_CONTRACT.name, "the story response's rules", _story_response)
+"""A story response's narrative is prose, never the block's JSON; its block follows Story mode.
+
+Its frozen plans follow the freeze rules.
+"""
+
 RULES = {
     PLANNING_BLOCK.name: STORY_MODE,
     FROZEN_PLANS_CONTRACT.name: FROZEN_PLANS,
     PLANNING_SESSION_CONTRACT.name: SESSION,
+    STORY_RESPONSE_CONTRACT.name: STORY_RESPONSE,
 }
 "The family's rules beyond its contracts' schemas, found by `runtime.core.rules`."
 
