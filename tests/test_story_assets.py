@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 import pytest
 from commands import cli
+from local_servers import conforming, model_server
 from test_story_draft import (
     CHARACTER,
     FINALIZE,
@@ -626,3 +627,55 @@ def test_story_clear_refuses_what_it_cannot_clear_in_one_line_and_makes_nothing(
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert message in done.stderr
     assert (sorted(os.listdir(tmp_path)), db.read_bytes() if db.exists() else None) == before
+
+
+# story build --assets -------------------------------------------------------------------------
+
+
+def test_a_build_writes_the_file_of_every_asset_its_calls_make(tmp_path: Path) -> None:
+    with model_server(conforming) as server:
+        done = cli(
+            "story",
+            "build",
+            "A keeper finds a logbook of ships not yet sailed.",
+            "--server",
+            server.url,
+            "--assets",
+            str(tmp_path),
+        )
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    calls = [line for line in lines if "tool" in line]
+    finalized = [c["result"] for c in calls if c["tool"] == FINALIZE_NODE and c["ok"]]
+    assert finalized  # the stub's simplest arguments reach the assets
+    for result in finalized:
+        background = asset_file(result["backgroundUrl"], tmp_path)
+        music = asset_file(result["musicUrl"], tmp_path)
+        assert background is not None
+        assert music is not None
+        assert ElementTree.parse(background).getroot().tag == f"{SVG}svg"
+        with wave.open(str(music), "rb") as audio:
+            assert audio.getnframes() > 0
+    for line in lines:  # a package, if the build made one, has every file
+        if "package" in line:
+            package = msgspec.convert(line["package"], StoryPackage)
+            assert missing_assets(package, tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ["--assets", "/nonexistent/folder"],
+            "--assets /nonexistent/folder: not an existing folder",
+        ),
+        (["--asset-command", "gen {out}"], "--asset-command needs --assets DIR"),
+    ],
+)
+def test_a_build_refuses_asset_options_before_any_model(options: list[str], message: str) -> None:
+    done = cli(
+        "story", "build", "A keeper.", *options, env={"PLANCONTRACTS_SERVER": "http://127.0.0.1:9"}
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert message in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert "model:" not in done.stderr
