@@ -39,11 +39,14 @@ from plancontracts.pytest_plugin import PromptSnapshot
 from plancontracts.runtime.core.contracts import field_bound
 from plancontracts.runtime.core.validation import convert
 from plancontracts.runtime.goal_plans import (
+    NO_PLAN_STEP,
     OVERRIDDEN,
     PLAN_BOUNDS,
     Circumstances,
     GoalPlanner,
+    PlanningSystem,
     PlanRequest,
+    action_messages,
     fallback_steps,
     output_profile,
     plan_messages,
@@ -487,3 +490,68 @@ def test_goals_plan_refuses_bad_arguments(goal: str, needs: str | None, named: s
     assert done.stdout == ""
     (said,) = done.stderr.splitlines()
     assert said.startswith(f"plancontracts: error: {named}")
+
+
+# The action decision's prompt ---------------------------------------------------------------
+
+
+def action_system(*, planned: bool) -> PlanningSystem:
+    """A person with two goals, the short-term one planned (and one step done) when `planned`."""
+    system = PlanningSystem(clock=lambda: 0.0)
+    system.add_goal(GOAL)
+    system.add_goal(Goal(description="Save for a boat", horizon="long", progress=0.3))
+    if planned:
+        system.start_plan(0, [proposal(FOUND_A_JOB), proposal(WORK), proposal(GROCERIES)])
+        system.evaluate_step("look for work", 1.0)
+    return system
+
+
+ACTION_CASES = {"planned": True, "no-plan": False}
+
+
+@pytest.mark.parametrize("case", list(ACTION_CASES))
+def test_the_action_decision_prompt(case: str, prompt_snapshot: PromptSnapshot) -> None:
+    messages = action_messages(action_system(planned=ACTION_CASES[case]), CONTEXT)
+    assert render_chat(messages, None, answer="Action") == prompt_snapshot
+
+
+def test_the_plan_step_is_above_the_goals_and_lessons_as_the_seed_places_it() -> None:
+    system = action_system(planned=True)
+    (_, user) = action_messages(system, CONTEXT)
+    lines = user["content"].splitlines()
+    directive = system.directive()
+    assert directive == (
+        "Current Plan Step (follow this unless urgent needs override): "
+        "Goal: Have enough food for the week. Step 2 of 3: Work to earn money. "
+        "Suggested action: work."
+    )
+    assert lines.count(directive) == 1
+    at = lines.index(directive)
+    assert at < lines.index("Goals:") < lines.index("Lessons the person has learned:")
+    # Below what the person feels and knows, which it acts on.
+    assert lines.index("Needs:") < lines.index("What the person knows of the world:") < at
+    assert section(lines, "Goals") == [
+        "- Have enough food for the week (short term, progress 0.00, confidence 0.50)",
+        "- Save for a boat (long term, progress 0.30, confidence 0.50)",
+    ]
+    assert section(lines, "Lessons") == ["- Working improves esteem (confidence 0.60)"]
+    assert section(lines, "Needs") == ["- hunger: 30% satisfied", "- sleep: 70% satisfied"]
+
+
+def test_without_a_plan_the_action_decision_reads_that_there_is_none() -> None:
+    system = action_system(planned=False)
+    (_, user) = action_messages(system, Circumstances())
+    lines = user["content"].splitlines()
+    assert NO_PLAN_STEP in lines
+    assert lines.index(NO_PLAN_STEP) < lines.index("Goals:")
+    assert "Suggested action" not in user["content"]
+    assert section(lines, "Lessons") == ["- none known"]
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_a_goal_of_any_text_is_one_line_of_the_action_prompt(text: str) -> None:
+    system = PlanningSystem()
+    system.add_goal(Goal(description=text, horizon="short"))
+    (_, user) = action_messages(system, Circumstances())
+    goals = section(user["content"].splitlines(), "Goals")
+    assert len(goals) == 1

@@ -6,8 +6,9 @@ The family's files follow the layout every family shares
 (docs/development.md#a-familys-files): `rules` (the plans' invariants beyond
 their schemas), `session` (`PlanningSystem`: the goals and plans, and what a
 cycle does to them, never calling a model), `profiles` (the profile of a
-plan's steps), `prompts` (the plan and replan prompts), `agent` (the
-`GoalPlanner`: scripted answers, the model, or the fallback decomposition)
+plan's steps), `prompts` (the plan and replan prompts, and the action
+decision's), `agent` (the `GoalPlanner`: scripted answers, the model, or the
+fallback decomposition)
 and `commands` (`goals plan`, `goals simulate`, `goals stats`); beside them,
 `simulation` (a `Person`: the two put together event by event, saved and
 resumed as one document) and `stats` (`planning_stats`: a system counted).
@@ -16,7 +17,7 @@ resumed as one document) and `stats` (`planning_stats`: a system counted).
 from ..core.errors import TooManyGoals
 from .agent import MAX_SCRIPTED, GoalPlanner, Source, fallback_steps
 from .profiles import PLAN_BOUNDS, output_profile
-from .prompts import Circumstances, PlanRequest, plan_messages
+from .prompts import NO_PLAN_STEP, Circumstances, PlanRequest, action_messages, plan_messages
 from .rules import GOAL_PLAN_RULES, MAX_REPLANS, RULES, SYSTEM_RULES
 from .session import (
     ABANDONED,
@@ -42,6 +43,7 @@ __all__ = [
     "MAX_NEEDS",
     "MAX_REPLANS",
     "MAX_SCRIPTED",
+    "NO_PLAN_STEP",
     "OVERRIDDEN",
     "PLAN_BOUNDS",
     "RULES",
@@ -59,6 +61,7 @@ __all__ = [
     "Source",
     "StepOutcome",
     "TooManyGoals",
+    "action_messages",
     "directive",
     "fallback_steps",
     "follows",

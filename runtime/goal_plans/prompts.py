@@ -1,10 +1,15 @@
-"""What the model reads before writing a goal's plan or replan: chat messages.
+"""What the model reads: before writing a goal's plan or replan, and to choose an action.
 
 The system message says what a plan is and how to write one
 (`templates/system.md`); the user message gives the goal, its horizon, the
 person's needs, emotions, world and lessons (`Circumstances`), and for a
 replan the steps completed, the step that failed and why, and the steps not
 reached (`templates/plan.md`, `templates/replan.md`).
+
+The action decision's prompt (`action_messages`, `templates/action-system.md`
+and `templates/action.md`) is the one the seed gives the current plan step
+to: the directive, as `$current_plan_step`, placed above the goals and the
+lessons, where it takes precedence over them.
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ from ...generated.goal_plans import Goal, GoalStep, Lesson
 from ..core.plain_text import one_line
 from ..core.templates import template
 from ..model.chat import Message
+from .session import PlanningSystem
 
-__all__ = ["Circumstances", "PlanRequest", "plan_messages"]
+__all__ = ["NO_PLAN_STEP", "Circumstances", "PlanRequest", "action_messages", "plan_messages"]
+
+NO_PLAN_STEP = "Current Plan Step: none (no plan is active)"
+"What the action decision reads in the directive's place when no plan is active."
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,45 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
+def _context_values(context: Circumstances) -> dict[str, str]:
+    """The sections every prompt gives of what the person feels and knows."""
+    return {
+        "needs": _listed([f"{k}: {_number(v)}% satisfied" for k, v in context.needs.items()]),
+        "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
+        "world": _listed([f"{k}: {v}" for k, v in context.world.items()]),
+        "lessons": _listed(
+            [f"{each.lesson} (confidence {each.confidence:.2f})" for each in context.lessons]
+        ),
+    }
+
+
+def action_messages(system: PlanningSystem, context: Circumstances) -> list[Message]:
+    """What the model reads to choose the person's next action: chat messages.
+
+    The user message gives the needs, emotions and world of `context`, then
+    the current plan step of `system` (its directive, or `NO_PLAN_STEP`),
+    above the goals (each with its horizon, progress and confidence) and
+    the lessons, as the seed places it: the plan step takes precedence.
+    """
+    goals = [
+        f"{goal.description} ({goal.horizon} term, progress {goal.progress:.2f}, "
+        f"confidence {goal.confidence:.2f})"
+        for goal in system.goals
+    ]
+    user = template(__package__, "action.md").substitute(
+        _context_values(context),
+        current_plan_step=one_line(system.directive() or NO_PLAN_STEP),
+        goals=_listed(goals, "none"),
+    )
+    return [
+        {
+            "role": "system",
+            "content": template(__package__, "action-system.md").substitute().strip(),
+        },
+        {"role": "user", "content": user.strip()},
+    ]
+
+
 def plan_messages(request: PlanRequest) -> list[Message]:
     """What the model reads before writing steps for `request`: chat messages.
 
@@ -66,16 +114,10 @@ def plan_messages(request: PlanRequest) -> list[Message]:
     lessons, and for a replan the steps completed, the step that failed
     (with what it was to achieve) and why, and the steps not reached.
     """
-    context = request.context
     values = {
         "goal": one_line(request.goal.description),
         "horizon": request.goal.horizon,
-        "needs": _listed([f"{k}: {_number(v)}% satisfied" for k, v in context.needs.items()]),
-        "emotions": _listed([f"{k}: {v}" for k, v in context.emotions.items()]),
-        "world": _listed([f"{k}: {v}" for k, v in context.world.items()]),
-        "lessons": _listed(
-            [f"{each.lesson} (confidence {each.confidence:.2f})" for each in context.lessons]
-        ),
+        **_context_values(request.context),
     }
     failed = request.failed
     if failed is None:
