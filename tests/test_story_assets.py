@@ -583,6 +583,20 @@ def test_clear_draft_deletes_one_draft_and_keeps_the_others(tmp_path: Path) -> N
         assert store.find_draft(first) is None
 
 
+def test_a_run_still_going_on_saves_a_cleared_draft_again_at_its_next_call(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "stories.db"
+    with DraftStore(db) as store:
+        session = DraftSession(store=store)
+        succeeded(session, PREMISE, premise())
+        with DraftStore(db) as other:
+            assert other.clear_draft(session.draft.package_id)
+        assert store.sessions() == []
+        succeeded(session, CHARACTER, character())
+        assert store.load_draft(session.draft.package_id) == session.draft
+
+
 def test_story_clear_deletes_the_draft_and_keeps_its_package(tmp_path: Path) -> None:
     db = tmp_path / "stories.db"
     session, other = saved_story(db, finalize=True), saved_story(db)
