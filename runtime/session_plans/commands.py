@@ -2,7 +2,8 @@
 
 `session run CALLS` applies NDJSON tool calls to one session, in order, and
 prints one NDJSON line per call, then the plan; `session drive OBJECTIVE` lets the local
-model make the calls; `session section` and `session tools` print the
+model make the calls; both append each call's event to `--events FILE`
+(`events`). `session section` and `session tools` print the
 planning tools' prompt section and their definitions for function calling.
 """
 
