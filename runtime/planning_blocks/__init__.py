@@ -6,13 +6,14 @@ The family's files follow the layout every family shares
 (docs/development.md#a-familys-files): `rules` (the protocol's rules beyond
 the schema, by mode), `session` (a planning session's freeze rules between
 invocations), `profiles` (the block profile of a mode), `prompts` (the
-planning protocol's prompt), `agent` (the `Thinker`: the model writing
-blocks, code rolling the planning check) and `commands` (`think`,
-`normalize`, `validate --mode`); beside them, `mechanics` (checks, DCs,
-rewards, the game clock) and `blocks` (normalizing a block, each repair said).
+planning protocol's prompts), `agent` (the `Thinker`: the model writing
+blocks and story responses, code rolling the planning check) and `commands`
+(`think`, `normalize`, `choose`, `validate --mode`); beside them, `mechanics`
+(checks, DCs, rewards, the parallel option's outcome, the game clock) and
+`blocks` (normalizing a block, each repair said).
 """
 
-from .agent import Thinker, Thought
+from .agent import Narration, Thinker, Thought
 from .blocks import Normalized, Repair, normalize_block
 from .mechanics import (
     ABILITIES,
@@ -60,9 +61,18 @@ from .mechanics import (
     thaw,
     topic_key,
 )
-from .profiles import BlockProfile, block_profile
-from .prompts import planning_messages
-from .rules import FROZEN_PLANS, PLANNING_BLOCK, RULES, SESSION, STORY_MODE, THINK_MODE, rules_in
+from .profiles import BlockProfile, ResponseProfile, block_profile, response_profile
+from .prompts import planning_messages, story_messages
+from .rules import (
+    FROZEN_PLANS,
+    PLANNING_BLOCK,
+    RULES,
+    SESSION,
+    STORY_MODE,
+    STORY_RESPONSE,
+    THINK_MODE,
+    rules_in,
+)
 from .session import after_thought, may_think, new_session
 
 __all__ = [
@@ -78,6 +88,7 @@ __all__ = [
     "RULES",
     "SESSION",
     "STORY_MODE",
+    "STORY_RESPONSE",
     "THINK_MODE",
     "BlockProfile",
     "CheckOutcome",
@@ -86,12 +97,14 @@ __all__ = [
     "GameClock",
     "Loot",
     "Mode",
+    "Narration",
     "Normalized",
     "ParallelOutcome",
     "ParallelResult",
     "ParallelRoll",
     "Reattempt",
     "Repair",
+    "ResponseProfile",
     "RolledCheck",
     "TaskStatus",
     "Thinker",
@@ -121,11 +134,13 @@ __all__ = [
     "parallel_time_factor",
     "planning_messages",
     "reattempt",
+    "response_profile",
     "reward_multiplier",
     "roll_check",
     "roll_parallel",
     "rules_in",
     "snake_case",
+    "story_messages",
     "thaw",
     "topic_key",
 ]

@@ -3,6 +3,8 @@
     thinker = Thinker(load_writer(ModelChoice(), needs="planning blocks need one"))  # once
     thought = await thinker.think("THINK: the guard blocks the bridge")
     thought.block                                                # a typed PlanningBlock
+    told = await thinker.narrate("the guard dozes off")          # Story mode, whole response
+    told.response                                                # a typed StoryResponse
 
 The model writes under the planning-block profile of the mode
 (`planning_blocks.profiles.block_profile`), after the planning protocol prompt
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ...generated.planning_blocks import PlanningBlock
+import msgspec
+
+from ...generated.planning_blocks import FrozenPlan, PlanningBlock, StoryResponse
 from ..model.writer import Writer, say_on_stderr
 from .mechanics import (
     ABILITIES,
@@ -33,10 +37,10 @@ from .mechanics import (
     mode_of,
     roll_check,
 )
-from .profiles import block_profile
-from .prompts import planning_messages
+from .profiles import block_profile, response_profile
+from .prompts import planning_messages, story_messages
 
-__all__ = ["Thinker", "Thought"]
+__all__ = ["Narration", "Thinker", "Thought"]
 
 BLOCK_TOKENS = 0
 """As many tokens as the context leaves after the prompt: no fixed budget fits every block.
@@ -123,6 +127,57 @@ class Thinker:
             who="think",
         )
         return Thought(block, mode, check, text)
+
+    async def narrate(
+        self,
+        situation: str,
+        *,
+        seed: int | None = None,
+        frozen_plans: Mapping[str, FrozenPlan] | None = None,
+    ) -> Narration:
+        """A whole story response to `situation`: the narrative, then a Story-mode block.
+
+        `frozen_plans` (the session's, after the turn) become the response's
+        `state_updates`; `seed` makes the sampling repeatable. Raises
+        GenerationFailed when the model writes no response that is accepted,
+        after one re-ask; ValueError for an empty situation or a `THINK:`
+        one (Think mode answers with a block alone).
+        """
+        from ..model.writing import write_under_profile
+
+        mode, text = mode_of(situation, "story")
+        if mode != "story":
+            raise ValueError(
+                "a story response is Story mode's: a THINK: situation asks for a block"
+            )
+        if not text:
+            raise ValueError("the situation is empty")
+        profile = response_profile()
+        builtins = None if frozen_plans is None else msgspec.to_builtins(dict(frozen_plans))
+        response = await write_under_profile(
+            self.writer,
+            story_messages(text),
+            profile.schema,
+            answer="Story response JSON",
+            max_tokens=BLOCK_TOKENS,
+            seed=seed,
+            accept=partial(profile.to_response, frozen_plans=builtins),
+            say=self.say,
+            who="think",
+        )
+        return Narration(response, text)
+
+
+@dataclass(frozen=True)
+class Narration:
+    """A story response written for one situation: Story mode, so no planning check."""
+
+    response: StoryResponse
+    situation: str
+
+    def as_thought(self) -> Thought:
+        """The response's block as a Story-mode `Thought`, for the session's steps."""
+        return Thought(self.response.planning_block, "story", None, self.situation)
 
 
 def _as_it_is(document: dict[str, Any]) -> dict[str, Any]:

@@ -74,6 +74,7 @@ from .mechanics import (
     is_parallel,
     mode_of,
     roll_parallel,
+    thaw,
     topic_key,
 )
 from .rules import PLANNING_BLOCK, rules_in
@@ -166,6 +167,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="START",
         help="with --state: the campaign's start as an ISO 8601 date and time, to upgrade a "
         "session whose frozen plans hold WorldArchitect's world-time strings",
+    )
+    think.add_argument(
+        "--narrate",
+        action="store_true",
+        help="Story mode: write a whole story response (the narrative, then the block), "
+        "a story-response document, not the block alone",
     )
     think.set_defaults(run=_think)
 
@@ -314,6 +321,15 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
     for text in args.situations:
         if text != "-" and not mode_of(text, args.mode)[1]:
             raise UsageError(f"an empty situation: {label(text)!r}")
+    if args.narrate:
+        if args.mode == "think":
+            raise UsageError("--narrate writes Story mode's response: not with --mode think")
+        for text in args.situations:
+            if text != "-" and mode_of(text)[0] == "think":
+                raise UsageError(
+                    f"--narrate writes Story mode's response: {label(text[:80])!r} "
+                    "is Think mode (THINK:)"
+                )
     if args.state is None and (args.topic or args.lift or args.calendar):
         raise UsageError(
             "--topic, --lift and --calendar apply to a planning session: give --state FILE"
@@ -332,6 +348,10 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
                 # Read again under the lock: another run may have taken turns since.
                 session = _read_session(args.state)
             mode, text = mode_of(situation, args.mode)
+            if args.narrate and mode == "think":  # a line of standard input
+                say(f"no response for {label(situation[:80])!r}: --narrate is Story mode's")
+                status = EXIT_INVALID
+                continue
             topic = topic_key(args.topic or text)
             if session is not None and mode == "think":
                 breaks = [args.lift] if args.lift else []
@@ -344,23 +364,37 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
                 with current_progress().doing("loading the model"):
                     writer = load_writer(model_choice(args), needs="planning blocks need one")
                 thinker = Thinker(writer)
-            think = partial(
-                thinker.think, situation, args.mode, abilities=abilities, seed=args.seed
-            )
+            elapsed = args.minutes * MINUTE if mode == "story" else None
+            document: msgspec.Struct
             try:
-                thought = run_trio(think)
+                if args.narrate:
+                    # The response carries the frozen plans still running once its turn is over.
+                    after = None
+                    if session is not None:
+                        after = thaw(session.frozen_plans, session.time + args.minutes * MINUTE)
+                    narration = run_trio(
+                        partial(thinker.narrate, situation, seed=args.seed, frozen_plans=after)
+                    )
+                    thought, document = narration.as_thought(), narration.response
+                else:
+                    thought = run_trio(
+                        partial(
+                            thinker.think, situation, args.mode, abilities=abilities, seed=args.seed
+                        )
+                    )
+                    document = thought.block
             except (GenerationFailed, ValueError) as failure:  # ValueError: an empty situation
-                say(f"no block for {label(situation[:80])!r}: {label(str(failure))}")
+                what = "response" if args.narrate else "block"
+                say(f"no {what} for {label(situation[:80])!r}: {label(str(failure))}")
                 status = EXIT_INVALID
                 continue
             if session is not None and args.state is not None:
-                elapsed = args.minutes * MINUTE if mode == "story" else None
                 session, frozen = after_thought(session, thought, topic, elapsed=elapsed)
                 _write_session(args.state, session)
                 if frozen is not None:
                     hours = frozen.freeze_hours
                     thinker.say(f"think: {topic} is frozen for {hours} h of game time")
-            out.write(msgspec.json.encode(thought.block).decode() + "\n")
+            out.write(msgspec.json.encode(document).decode() + "\n")
             out.flush()
     return status
 

@@ -5,7 +5,8 @@ own (see `BlockProfile`) in which the protocol's rules hold by construction:
 the parallel option comes last, after two or three situational choices; the
 recommended choice is one of them; every text is free of markup; what code
 decides (the roll of the planning check, the coordination DC, the keys) is
-never written by the model.
+never written by the model. `response_profile` wraps it in a story response,
+the narrative written first.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ...generated.planning_blocks import PlanningBlock
+import msgspec
+
+from ...generated import STORY_RESPONSE
+from ...generated.planning_blocks import PlanningBlock, StoryResponse
 from ..core.contracts import contract_schema
 from ..core.errors import ProfileBug
 from ..core.profiles import WHITESPACE, Bounds, Deriver, closed, every_field_written, without
-from ..core.validation import convert
+from ..core.validation import convert, violations
 from .blocks import normalize_block
 from .mechanics import (
     ABILITIES,
@@ -32,7 +36,7 @@ from .mechanics import (
 )
 from .rules import PLANNING_BLOCK, rules_in
 
-__all__ = ["BlockProfile", "block_profile", "choice_keys"]
+__all__ = ["BlockProfile", "ResponseProfile", "block_profile", "choice_keys", "response_profile"]
 
 BLOCK_BOUNDS = Bounds(string=120, items=2, integer=40)
 "Short texts and two items a list: a small model writes a whole block in seconds."
@@ -212,3 +216,77 @@ def choice_keys(texts: Iterable[str]) -> list[str]:
             unique = f"{key}_{count}"
         keys.append(unique)
     return keys
+
+
+# Story responses -----------------------------------------------------------------
+
+NARRATIVE_CHARACTERS = 800
+"""The longest narrative the model writes: a few paragraphs, in seconds on a small model.
+
+The contract allows more (its `narrative` maxLength); the profile asks for less.
+"""
+_NARRATIVE_TEXT = r'[^<{"`~\x00-\x09\x0b-\x1f\x7f-\x9f]'
+"A character of narrative: prose as in a block's texts, a line break, and no backtick or tilde."
+NARRATIVE_TEXT = (
+    rf'^(?:[^<{{"`~\s\x00-\x1f\x7f-\x9f]|{_QUOTED})(?:{_NARRATIVE_TEXT}|{_QUOTED})*(?:"[ "]*)?$'
+)
+"""A narrative: paragraphs of prose, with no markup, no JSON and no code fence.
+
+As `PLAIN_TEXT`, and line breaks besides; no backtick nor tilde, so no fence.
+"""
+
+
+@dataclass(frozen=True)
+class ResponseProfile:
+    """The decoding schema of a story response, and the way back to one.
+
+    The model writes the narrative first, then the Story-mode block under
+    its profile (`block_profile("story")`); `to_response` maps the block
+    back as that profile does.
+    """
+
+    schema: dict[str, Any]
+    block: BlockProfile
+
+    def to_response(
+        self, decoded: dict[str, Any], *, frozen_plans: dict[str, Any] | None = None
+    ) -> StoryResponse:
+        """The story response a decoded document stands for.
+
+        `frozen_plans`, the session's after the turn (a `frozen-plans`
+        value), become its `state_updates`. Raises ProfileBug when the
+        response breaks its contract: the profile should have made that
+        impossible.
+        """
+        block = self.block.to_block(decoded["planning_block"])
+        response: dict[str, Any] = {
+            "narrative": decoded["narrative"],
+            "planning_block": msgspec.to_builtins(block),
+        }
+        if frozen_plans is not None:
+            response["state_updates"] = {"frozen_plans": frozen_plans}
+        problems = violations(STORY_RESPONSE, response)
+        if problems:
+            listed = "; ".join(map(str, problems))
+            raise ProfileBug(f"a response decoded under the profile is invalid: {listed}")
+        typed: StoryResponse = convert(STORY_RESPONSE, response)
+        return typed
+
+
+def response_profile(*, max_situational: int = 3, bounds: Bounds = BLOCK_BOUNDS) -> ResponseProfile:
+    """The decoding profile of story responses, derived from the contract.
+
+    The narrative is at most NARRATIVE_CHARACTERS (or the contract's
+    maxLength, if less) of NARRATIVE_TEXT; the block is the Story-mode
+    block profile's, with `max_situational` and `bounds` as there.
+    """
+    block = block_profile("story", max_situational=max_situational, bounds=bounds)
+    narrative = contract_schema(STORY_RESPONSE)["properties"]["narrative"]
+    written = {
+        "type": "string",
+        "minLength": narrative["minLength"],
+        "maxLength": min(narrative["maxLength"], NARRATIVE_CHARACTERS),
+        "pattern": NARRATIVE_TEXT,
+    }
+    properties = {"narrative": written, "planning_block": without(block.schema, "x-guidance")}
+    return ResponseProfile({**closed(properties), "x-guidance": WHITESPACE}, block)

@@ -1,4 +1,4 @@
-"""The planner's prompt for planning blocks, from `templates/planning.md` beside this module.
+"""The planner's prompts, from `templates/` beside this module: blocks and story responses.
 
 The prompt is a list of chat messages (see `runtime.model.chat`). Nothing the
 template shows about the contract is typed into it: schemas, enum values and
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from ...generated import STORY_RESPONSE
 from ..core.contracts import AnyContract, contract_schema
 from ..core.schema_text import schema_sections
 from ..core.templates import template
@@ -21,8 +22,9 @@ from ..model.chat import Message
 from . import mechanics as rules
 from .blocks import PLANNING_BLOCK
 from .mechanics import Mode, RolledCheck
+from .profiles import response_profile
 
-__all__ = ["planning_messages"]
+__all__ = ["planning_messages", "story_messages"]
 
 
 def planning_messages(
@@ -53,6 +55,42 @@ def planning_messages(
         {"role": "system", "content": _planning_protocol()},
         {"role": "user", "content": "\n".join(lines)},
     ]
+
+
+def story_messages(situation: str) -> list[Message]:
+    """The system and user messages asking for a whole story response to one situation.
+
+    The system message is the planning protocol, then the story response
+    (`templates/story-response.md`, with the story-response contract's
+    descriptions and the narrative's length as the model writes it injected;
+    the block's schema text is the protocol's already).
+    """
+    lines = [
+        "Story mode.",
+        f"Situation: {situation.strip()}",
+        "Write the story response: the narrative of what happens next, then the planning "
+        "block for the character's next move.",
+    ]
+    return [
+        {"role": "system", "content": _story_protocol()},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+
+
+@cache
+def _story_protocol() -> str:
+    """The system message of story responses: the protocol, then the response's own part."""
+    schema = contract_schema(STORY_RESPONSE)
+    fields = schema["properties"]
+    narrative = response_profile().schema["properties"]["narrative"]
+    response = template(__package__, "story-response.md").substitute(
+        response_about=schema["description"],
+        narrative_length=narrative["maxLength"],  # the profile's, within the contract's
+        narrative=fields["narrative"]["description"],
+        planning_block=fields["planning_block"]["description"],
+        state_updates=fields["state_updates"]["description"],
+    )
+    return f"{_planning_protocol()}\n\n{response.strip()}"
 
 
 @cache
