@@ -43,6 +43,7 @@ from test_story_draft import (
 from plancontracts.generated.story_packages import StoryPackage
 from plancontracts.runtime.story_packages import (
     AssetCommand,
+    AssetGenerationError,
     AssetRequest,
     DraftSession,
     DraftStore,
@@ -504,6 +505,16 @@ def test_asset_options_are_refused_in_one_line_before_any_call(
     assert len(stderr.splitlines()) == 1, stderr
     assert message in stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("prompt", ["a \x00 NUL", "a lone \ud800 surrogate"])
+def test_a_prompt_no_program_can_be_given_refuses_the_call(tmp_path: Path, prompt: str) -> None:
+    hook = FileAssets(tmp_path, AssetCommand.parse(f"{sys.executable} -c pass {{prompt}} {{out}}"))
+    with pytest.raises(
+        AssetGenerationError, match="cannot be given its arguments: one holds a NUL"
+    ):
+        hook(request(prompt=prompt))
+    assert list(tmp_path.rglob("*")) == [tmp_path / PACKAGE_ID]  # its folder, and no file
 
 
 def test_placeholders_are_substituted_once_and_braces_doubled_are_braces() -> None:

@@ -241,7 +241,9 @@ class AssetCommand:
             "kind": request.kind,
             "key": request.key,
             "prompt": "; ".join(prompt for prompt, _ in request.prompts),
-            "prompts": json.dumps([{"text": t, "weight": w} for t, w in request.prompts]),
+            "prompts": json.dumps(
+                [{"text": t, "weight": w} for t, w in request.prompts], ensure_ascii=False
+            ),
             "style": request.art_style,
             "package": request.package_id,
             "out": str(out.absolute()),
@@ -323,6 +325,11 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     except OSError as error:
         raise AssetGenerationError(
             f"cannot run the asset command {shown(argv[0])}: {reason(error)}"
+        ) from None
+    except ValueError:  # a NUL, or a lone surrogate the file system's encoding cannot write
+        raise AssetGenerationError(
+            f"the asset command {shown(argv[0])} cannot be given its arguments: "
+            "one holds a NUL or a character that is not text"
         ) from None
     assert process.stdout is not None
     deadline = time.monotonic() + timeout
