@@ -154,7 +154,7 @@ def test_a_served_path_is_its_file_under_the_folder(tmp_path: Path) -> None:
         ("/generated/a/../../etc/passwd", ".. segment"),
         ("/generated//etc/passwd", "empty"),
         ("/generated/a/./b.png", ". or .."),
-        ("/generated/a/b%00.png", "empty, . or .."),
+        ("/generated/a/b%00.png", "holds a NUL"),
         ("/generated/", "empty"),
         ("/etc/passwd", "not under /generated/"),
         ("generated/a.png", "not under /generated/"),

@@ -117,8 +117,10 @@ def asset_file(url: str, folder: Path) -> Path | None:
         raise ValueError(f"not under {GENERATED}, which the assets folder serves")
     segments = path[len(GENERATED) :].split("/")
     # Decoded first: `%2e%2e` is `..` to a server as much as `..` is.
-    if any(each in ("", ".", "..") or "\0" in each for each in segments):
+    if any(each in ("", ".", "..") for each in segments):
         raise ValueError("an empty, . or .. segment: no file of the assets folder")
+    if "\0" in path:
+        raise ValueError("holds a NUL: no file has such a name")
     file = folder.joinpath(*segments)
     root = os.path.realpath(folder)
     if os.path.commonpath([root, os.path.realpath(file)]) != root:
