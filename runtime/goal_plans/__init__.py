@@ -9,15 +9,18 @@ cycle does to them, never calling a model), `profiles` (the profile of a
 plan's steps), `prompts` (the plan and replan prompts, and the action
 decision's), `agent` (the `GoalPlanner`: scripted answers, the model, or the
 fallback decomposition)
-and `commands` (`goals plan`, `goals simulate`, `goals stats`); beside them,
-`simulation` (a `Person`: the two put together event by event, saved and
-resumed as one document) and `stats` (`planning_stats`: a system counted).
+and `commands` (`goals plan`, `goals simulate`, `goals stats`, `goals
+normalize`); beside them, `simulation` (a `Person`: the two put together
+event by event, saved and resumed as one document), `stats`
+(`planning_stats`: a system counted) and `repairs` (`normalize_output`: the
+upstream's tolerance of model answers, each repair reported).
 """
 
 from ..core.errors import TooManyGoals
 from .agent import MAX_SCRIPTED, GoalPlanner, Source, fallback_steps
 from .profiles import PLAN_BOUNDS, output_profile
 from .prompts import NO_PLAN_STEP, Circumstances, PlanRequest, action_messages, plan_messages
+from .repairs import Normalized, Repair, normalize_output
 from .rules import GOAL_PLAN_RULES, MAX_REPLANS, RULES, SYSTEM_RULES
 from .session import (
     ABANDONED,
@@ -54,10 +57,12 @@ __all__ = [
     "Failure",
     "GoalPlanner",
     "Happening",
+    "Normalized",
     "Person",
     "PlanRequest",
     "PlanningStats",
     "PlanningSystem",
+    "Repair",
     "Source",
     "StepOutcome",
     "TooManyGoals",
@@ -65,6 +70,7 @@ __all__ = [
     "directive",
     "fallback_steps",
     "follows",
+    "normalize_output",
     "output_profile",
     "plan_messages",
     "planning_stats",
