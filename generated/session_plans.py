@@ -133,7 +133,7 @@ class SessionSetupPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 
 class SessionToolEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """The record of one call of a planning tool in a session: which session and which of its calls, the tool and its arguments as given, whether it succeeded, what the tool returned or why it refused the call, when the call ended and how long it took. A session tells its subscribers one as soon as each call is done (`PlanSession.subscribe`); `session run --events FILE` and `session drive --events FILE` append each as one line of FILE. Decisions: every call the session takes has one, a refused call included (an unknown tool too); a line of `session run` that is no call (malformed JSON, no tool named) reached no tool and has none; `sequence` counts a session's calls from 1, so the lines of several runs appended to one file are told apart by `session_id`; the duration is the call's own, from a monotonic clock, without the time its subscribers take; the plan is not repeated in each event (it would make a log grow with the plan times the calls): a read returns it as its result, and the plan at the end is `session run`'s last line. `ok` is true exactly when `result` is an object and `error` is null."""
+    """The record of one call of a planning tool in a session: which session and which of its calls, the tool and its arguments as given, whether it succeeded, what the tool returned or why it refused the call, when the call ended and how long it took. A session tells its subscribers one as soon as each call is done (`PlanSession.subscribe`); `session run --events FILE` and `session drive --events FILE` append each as one line of FILE. Decisions: every call the session takes has one, a refused call included (an unknown tool too); a line of `session run` that is no call (malformed JSON, no tool named) reached no tool and has none; `sequence` counts a session's calls from 1, so the lines of several runs appended to one file are told apart by `session_id`; the duration is the call's own, from a monotonic clock, without the time its subscribers take; the plan is not repeated in each event (it would make a log grow with the plan times the calls): a read returns it as its result, and the plan at the end is `session run`'s last line. `ok` is true exactly when `result` is an object and `error` is null, and false exactly when `result` is null and `error` an object: a rule beyond the schema, which validation checks too."""
 
     session_id: Uuid
     "The session the call was made in: a random UUID drawn when the session is made, unless it was given one."
@@ -141,8 +141,8 @@ class SessionToolEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     "Which call of the session this was: 1 for its first call, refused calls counted."
     tool: str
     "The tool's name as the call gave it, an unknown one included."
-    arguments: _typing.Any
-    "The call's arguments as it gave them, before they were trimmed or checked (arguments that are no object are refused)."
+    arguments: dict[str, _typing.Any] | None
+    "The call's arguments as it gave them, before they were trimmed or checked; null when they were no object (such a call is refused; its error says what kind of value they were)."
     ok: bool
     "Whether the call succeeded."
     message: str

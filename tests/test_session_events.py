@@ -24,7 +24,13 @@ from commands import cli
 from jsonschema import Draft202012Validator
 from local_servers import conforming, model_server
 
-from plancontracts import SESSION_TOOL_EVENT, ContractError, contract_schema, decode
+from plancontracts import (
+    SESSION_TOOL_EVENT,
+    ContractError,
+    contract_schema,
+    decode,
+    violations,
+)
 from plancontracts.generated.session_plans import SessionPlan
 from plancontracts.runtime.session_plans import PlanSession, SessionToolEvent
 
@@ -99,7 +105,7 @@ def test_subscribers_are_told_of_every_call_in_order_refusals_included() -> None
     assert refused.error.field == "/step_id"
     assert refused.error.message == refused.message
     assert refused.message == 'step_id: no step "S002" in the plan: its only step is S001'
-    assert unknown.arguments == 5
+    assert unknown.arguments is None  # no object: its error says what it was
     assert unknown.error is not None
     assert unknown.error.field is None
     assert unknown.message.startswith('no planning tool is called "planning_guess"')
@@ -113,10 +119,20 @@ def test_every_event_keeps_to_its_contract() -> None:
     made(session)
     documents = [as_json(event) for event in events]
     assert all(valid(document) for document in documents)
-    # The contract holds what the type cannot: ok exactly when there is a result and no error.
+    # The contract's rule beyond its schema: ok exactly when there is a result and no error.
     setup, _, refused, *_ = documents
+    assert [
+        str(v) for v in violations(SESSION_TOOL_EVENT, {**setup, "error": refused["error"]})
+    ] == ["/error: the call succeeded (ok is true), so it has no error: null"]
+    assert [str(v) for v in violations(SESSION_TOOL_EVENT, {**refused, "ok": True})] == [
+        "/error: the call succeeded (ok is true), so it has no error: null",
+        "/result: the call succeeded (ok is true), so it has a result",
+    ]
+    assert [str(v) for v in violations(SESSION_TOOL_EVENT, {**setup, "ok": False})] == [
+        "/error: the call was refused (ok is false), so it says why: an error",
+        "/result: the call was refused (ok is false), so it has no result: null",
+    ]
     assert not valid({**setup, "error": refused["error"]})
-    assert not valid({**refused, "ok": True})
     assert not valid({**setup, "sequence": 0})
     assert not valid({**setup, "session_id": "session 1"})
 

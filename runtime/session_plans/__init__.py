@@ -19,7 +19,7 @@ from ...generated.session_plans import SessionToolEvent
 from .agent import Drive, Driver, checked_objective
 from .profiles import call_profile, open_tools
 from .prompts import PlanningStrategy, drive_messages, planning_section, tool_definitions
-from .rules import RULES, SESSION_PLAN_RULES, UPDATE_STEP_RULES
+from .rules import RULES, SESSION_PLAN_RULES, TOOL_EVENT_RULES, UPDATE_STEP_RULES
 from .session import PlanSession, Subscriber, SubscriberFailed
 from .steps import MAX_NOTES, MAX_OBJECTIVE, MAX_STEPS, step_id, step_number
 from .tools import TOOLS
@@ -31,6 +31,7 @@ __all__ = [
     "RULES",
     "SESSION_PLAN_RULES",
     "TOOLS",
+    "TOOL_EVENT_RULES",
     "UPDATE_STEP_RULES",
     "Drive",
     "Driver",

@@ -4,7 +4,9 @@ A session plan's status follows its steps: `completed` exactly when it has
 steps and every one is `done` (so an `active` plan has work left, or no steps
 yet), and an `abandoned` plan has no steps. Its step ids are unique and
 increase in plan order, as the tools number them. An update of a step must
-change something: a title or details that are not null.
+change something: a title or details that are not null. A tool-call event
+that says its call succeeded has a result and no error, and one that says
+it was refused has an error and no result.
 
 Each rule reads the value as parsed, whatever else is wrong with it, and
 checks only what is there and well typed; it walks the steps once, in a
@@ -18,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...generated import SESSION_PLAN, SESSION_UPDATE_STEP
+from ...generated import SESSION_PLAN, SESSION_TOOL_EVENT, SESSION_UPDATE_STEP
 from ..core.errors import Violation, shown
 from ..core.rules import Rules
 from .steps import step_id, step_number
 
-__all__ = ["RULES", "SESSION_PLAN_RULES", "UPDATE_STEP_RULES"]
+__all__ = ["RULES", "SESSION_PLAN_RULES", "TOOL_EVENT_RULES", "UPDATE_STEP_RULES"]
 
 
 def _session_plan(value: Any) -> Iterator[Violation]:
@@ -98,6 +100,31 @@ def _update_step(value: Any) -> Iterator[Violation]:
         yield Violation("", message)
 
 
+def _tool_event(value: Any) -> Iterator[Violation]:
+    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
+        return
+    result, error = value.get("result"), value.get("error")
+    if value["ok"]:
+        if result is None:
+            yield Violation("/result", "the call succeeded (ok is true), so it has a result")
+        if error is not None:
+            yield Violation("/error", "the call succeeded (ok is true), so it has no error: null")
+    else:
+        if result is not None:
+            yield Violation(
+                "/result", "the call was refused (ok is false), so it has no result: null"
+            )
+        if error is None:
+            yield Violation(
+                "/error", "the call was refused (ok is false), so it says why: an error"
+            )
+
+
 SESSION_PLAN_RULES = Rules(SESSION_PLAN.name, "the session plan's rules", _session_plan)
 UPDATE_STEP_RULES = Rules(SESSION_UPDATE_STEP.name, "the update's rule", _update_step)
-RULES = {SESSION_PLAN.name: SESSION_PLAN_RULES, SESSION_UPDATE_STEP.name: UPDATE_STEP_RULES}
+TOOL_EVENT_RULES = Rules(SESSION_TOOL_EVENT.name, "the event's rule", _tool_event)
+RULES = {
+    SESSION_PLAN.name: SESSION_PLAN_RULES,
+    SESSION_UPDATE_STEP.name: UPDATE_STEP_RULES,
+    SESSION_TOOL_EVENT.name: TOOL_EVENT_RULES,
+}

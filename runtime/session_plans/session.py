@@ -191,7 +191,8 @@ def _event(
         session_id=session_id,
         sequence=sequence,
         tool=done.tool,
-        arguments=arguments,
+        # The contract's arguments are an object: what else a call gave, its error says.
+        arguments=arguments if isinstance(arguments, dict) else None,
         ok=done.ok,
         message=done.message,
         result=result,
