@@ -21,8 +21,12 @@ from typing import Any
 import msgspec
 import pytest
 from commands import cli
+from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from local_servers import conforming, model_server
+from test_session_plans import CALLS as RANDOM_CALLS
+from test_session_plans import FIRST_CALLS
+from tiers import examples_at_most
 
 from plancontracts import (
     SESSION_TOOL_EVENT,
@@ -269,6 +273,23 @@ def test_a_session_id_is_drawn_or_given_as_a_uuid() -> None:
     assert given.session_id == SESSION  # the contract's form, whatever form was given
     with pytest.raises(ValueError, match="hexadecimal UUID"):
         PlanSession(session_id="session 1")
+
+
+@settings(max_examples=examples_at_most(30))
+@given(FIRST_CALLS, RANDOM_CALLS)
+def test_random_calls_each_tell_one_event_that_keeps_to_the_contract(
+    first: list[tuple[str, Any]], calls: list[tuple[str, Any]]
+) -> None:
+    session = PlanSession()
+    events: list[SessionToolEvent] = []
+    session.subscribe(events.append)
+    for number, (tool, arguments) in enumerate(first + calls, 1):
+        done = session.call(tool, arguments)
+        event = events[-1]
+        assert (len(events), event.sequence) == (number, number)
+        assert (event.tool, event.ok, event.message) == (tool, done.ok, done.message)
+        line = msgspec.json.encode(event)
+        assert decode(SESSION_TOOL_EVENT, line) == event  # schema and rule
 
 
 # The latest plan ---------------------------------------------------------------------------
