@@ -7,6 +7,8 @@ import typing as _typing
 
 import msgspec as _msgspec
 
+Escalation: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=1, le=100)]
+"A threshold reached."
 Beat: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300)]
 "One beat."
 
@@ -80,6 +82,8 @@ class StoryNodeWebResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=Tr
     "How many locations the call wired."
 
 
+PlayedAdditionalProperty: _typing.TypeAlias = _typing.Annotated[int, _msgspec.Meta(ge=1, le=10000)]
+"How many times it was played: more than once only for a repeatable encounter."
 Key: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=60, min_length=1)]
 "One trigger keyword."
 AssetUrl: _typing.TypeAlias = _typing.Annotated[
@@ -127,6 +131,8 @@ MusicPrompts: _typing.TypeAlias = _typing.Annotated[
     list[MusicPrompt], _msgspec.Meta(max_length=4, min_length=1)
 ]
 "One to four weighted prompts for a location's ambient music."
+Outcome: _typing.TypeAlias = _typing.Literal["progression", "doom", "climax"]
+"How an act ended: `progression` (its tracker reached its required value), `doom` (its doom clock reached its maximum, forcing the climax) or `climax` (an inevitable event that forces the climax was fired)."
 Priority: _typing.TypeAlias = _typing.Literal["low", "normal", "high", "urgent"]
 "How strongly the Director prefers the encounter when several are possible."
 Slug: _typing.TypeAlias = _typing.Annotated[
@@ -146,6 +152,23 @@ Uuid: _typing.TypeAlias = _typing.Annotated[
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
+
+
+class ActState(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One act as it has been played."""
+
+    id: Slug
+    "The act's id."
+    progression: _typing.Annotated[int, _msgspec.Meta(ge=0, le=100000)]
+    "The progression gained in this act: the `givesProgression` of each encounter played in it, counted once."
+    doom: _typing.Annotated[int, _msgspec.Meta(ge=0, le=100)]
+    "The act's doom clock: the choices made in it, up to the clock's `requiredValue`; 0 when the act has no doom clock."
+    escalations: _typing.Annotated[list[Escalation], _msgspec.Meta(max_length=12)]
+    "The thresholds of the doom clock's escalation events reached so far, in order: each event happened."
+    events: _typing.Annotated[list[Slug], _msgspec.Meta(max_length=8)]
+    "The act's inevitable events fired so far, in order."
+    outcome: Outcome | _msgspec.UnsetType = _msgspec.UNSET
+    "How the act ended; absent while it goes on."
 
 
 class ArcEncounter(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -209,6 +232,15 @@ class AssetFile(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = _msgspec.field(name="mimeType")
     "The file's media type, such as `image/png` or `audio/wav`."
+
+
+class Choice(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One choice: play an encounter, move to a connected location, or fire an inevitable event."""
+
+    kind: _typing.Literal["encounter", "move", "event"]
+    "What is chosen: an `encounter` offered here, a `move` along one of the location's connections, or an inevitable `event` of the act, fired when the Director judges its trigger condition holds."
+    id: Slug
+    "The id of the encounter, location or event chosen."
 
 
 class ConditionalBranch(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -380,6 +412,15 @@ class OpposingForce(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     "What happens along the way, by threshold."
 
 
+class PackageRef(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Which package is played."""
+
+    id: Uuid
+    "The package's id."
+    sha256: _typing.Annotated[str, _msgspec.Meta(pattern="^[0-9a-f]{64}$(?!\\n)")]
+    "The SHA-256 of the package's content, in lower-case hex: the package as its model encodes it in compact JSON, keys sorted and defaults filled in, so that another layout of the same file has the same hash."
+
+
 class PersonalArc(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A character's own story alongside the main plot."""
 
@@ -519,6 +560,25 @@ class StoryNodeWeb(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     "The id of the act whose locations these are."
     locations: _typing.Annotated[list[NodeWebLocation], _msgspec.Meta(max_length=24, min_length=1)]
     "The act's locations with their connections."
+
+
+class StoryPlaythrough(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The state of one play of a finished story package, as `story play` plays it in the Director's place: which package, the acts reached (the last is the current one) with their progression, doom clock, fired escalations and inevitable events, the player's location, the flags set, the encounters played, and the log of every choice made, so that replaying the log from the act's start gives this state again. Each choice is a beat of the act's time: it advances the act's doom clock, if the act has one, by one. An encounter played sets all its `potentialFlags` and adds its `givesProgression` the first time only (a repeatable one may be played again, as filler: it adds nothing more, as the package's rules count it once). An act ends when its progression reaches its tracker's `requiredValue`, when its doom clock reaches its own (the climax forced), or when an inevitable event that forces the climax is fired; play then goes on at the next act's first location, flags carried over, and the story ends with the last act. Decisions: a playthrough names its package by id and by a hash of its content, so that a resumed playthrough refuses another package or a changed one; ids are the package's, which its rules keep unique; whether each id names something of the package, and whether the state follows from the log, is checked when a playthrough is opened with its package, since this document does not hold the package. Beyond the schema, the playthrough's rules check what its parts say of each other: every act but the last has an outcome, and the last has one exactly when the story has ended, the same; act ids do not repeat; escalation thresholds increase; `played` counts the log's encounter choices exactly."""
+
+    package: PackageRef
+    "The package played."
+    acts: _typing.Annotated[list[ActState], _msgspec.Meta(max_length=8, min_length=1)]
+    "Each act reached, in the package's order, from the first; the last is the current act (or, once the story has ended, the last act played). At most as many as a package has acts."
+    location: Slug
+    "The id of the location of the current act where the player is."
+    flags: _typing.Annotated[list[Flag], _msgspec.Meta(max_length=20000)]
+    "The flags set so far, in the order they were set; they carry over from act to act. At most as many as a package's encounters can name."
+    played: _typing.Annotated[dict[Slug, PlayedAdditionalProperty], _msgspec.Meta(max_length=1000)]
+    "The encounters played (arc encounters too), by id, each with how many times. A played encounter is not offered again unless it is repeatable. At most as many as a package holds encounters."
+    log: _typing.Annotated[list[Choice], _msgspec.Meta(max_length=10000)]
+    "Every choice made, in order: the playthrough replayed. A playthrough takes at most this many choices."
+    ended: Outcome | _msgspec.UnsetType = _msgspec.UNSET
+    "How the story ended: how its last act did. Absent while the story goes on."
 
 
 class StoryPremiseResult(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

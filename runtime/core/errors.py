@@ -28,6 +28,7 @@ re-export the ones their users catch:
     ├── MigrationFailed (ValueError)    a step upgrading a stored document failed or wrote a bad one
     ├── StoreError                      a story database that cannot be used
     ├── AssetGenerationError            the asset hook could not make an asset
+    ├── PlayRefused (ValueError)        a story play choice not offered, or another package's state
     └── TooManyGoals (ValueError)       a goal list that is full
 
 Two exceptions are control flow inside the package and never leave it:
@@ -456,6 +457,13 @@ class StoreError(PlanContractsError):
 
 class AssetGenerationError(PlanContractsError):
     """The asset hook could not make an asset: the call that asked for it is refused."""
+
+
+class PlayRefused(PlanContractsError, ValueError):
+    """A story play choice that is not offered now, or a playthrough its package cannot go on with.
+
+    The playthrough is left as it was; the message is one line for the player.
+    """
 
 
 class TooManyGoals(PlanContractsError, ValueError):

@@ -1,0 +1,362 @@
+"""`plancontracts story play PACKAGE`: a finished package played, choice by choice.
+
+The play itself is `play` (pure functions); this module reads the package
+and the choices, writes each state, and keeps the playthrough in a file.
+
+On a pipe, standard input holds one choice per line, as NDJSON:
+`{"choose": N}` (the number an offer was printed with), `{"choose": ID}` (an
+encounter's, location's or event's id) or `{"choose": {"kind": K, "id": ID}}`
+(as the playthrough's log writes it). Each state is printed as one line,
+`{"state": PLAYTHROUGH, "offered": [...], "happened": [...]}`, the first
+before any choice; a choice refused is one line `{"line": N, "refused":
+MESSAGE}`, the state unchanged, and play goes on (the exit status is then
+1). Play stops when the story ends or the input does.
+
+On a terminal, the state is a short summary and a numbered menu; a number or
+an id chooses, an empty line or end of input leaves.
+
+`--state FILE` resumes the playthrough kept there (after checking that it is
+one of this package, and that its log replays to it) or starts a new one, and
+replaces the file with every state, atomically, under the file's lock. A file
+an older version of the contract wrote is upgraded on open, as `think
+--state` upgrades its session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ...generated import STORY_PACKAGE, STORY_PLAYTHROUGH
+from ...generated.story_packages import Choice, StoryPackage, StoryPlaythrough
+from ..commandkit import (
+    DEFAULT_MAX_BYTES,
+    EXIT_INVALID,
+    EXIT_OK,
+    Output,
+    add_max_bytes,
+    complain,
+    label,
+    lines_of,
+    opened,
+    read_at_most,
+    reason,
+    say,
+    standard_input,
+    standard_lines,
+    unreadable,
+)
+from ..core.errors import (
+    ContractError,
+    MalformedJSON,
+    MigrationFailed,
+    PlayRefused,
+    StreamError,
+    UsageError,
+    Violation,
+    printable,
+    shown,
+)
+from ..core.files import locked, replace_file
+from ..core.jsontext import parse
+from ..core.stored import current_document
+from ..core.validation import decode
+from .play import Offer, choose, happenings, offered, resolve, resumed, start
+
+__all__ = ["CHOICE_SHAPE", "add_play"]
+
+CHOICE_SHAPE = '{"choose": N or ID or {"kind": K, "id": ID}}'
+"What a line of choices holds."
+
+_KINDS = ("encounter", "move", "event")
+
+
+def add_play(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `story play` to the `story` group."""
+    play = group.add_parser(
+        "play",
+        help="play a finished story package as its Director would: choices as NDJSON on "
+        "stdin (a numbered menu on a terminal), each state printed as NDJSON",
+    )
+    play.add_argument(
+        "package", metavar="PACKAGE", help="a finalized story-package JSON file to play"
+    )
+    play.add_argument(
+        "--state",
+        metavar="FILE",
+        help="a story-playthrough file: resumed when it exists, and every state saved to it",
+    )
+    add_max_bytes(play, "the package or a line of choices")
+    play.set_defaults(run=_play)
+
+
+def _play(args: argparse.Namespace, out: Output) -> int:
+    if args.package == "-":
+        raise UsageError("PACKAGE must be a file: standard input carries the choices")
+    package = _package(args.package, args.max_bytes)
+    if package is None:
+        return EXIT_INVALID
+    with ExitStack() as stack:
+        if args.state is not None:
+            _require_a_writable_folder(args.state)
+            waiting = f"--state {label(args.state)}: another play holds it; waiting for it"
+            try:
+                stack.enter_context(locked(Path(args.state), waiting=lambda: say(waiting)))
+            except OSError as error:
+                raise StreamError(
+                    f"--state {label(args.state)}: cannot lock it: {reason(error)}"
+                ) from None
+            state = _read_state(args.state, package)
+        else:
+            state = start(package)
+        _save(args.state, state)
+        if standard_input().isatty():
+            return _menu(package, state, args.state, out)
+        return _lines(package, state, args.state, args.max_bytes, out)
+
+
+def _package(name: str, limit: int) -> StoryPackage | None:
+    """The finalized package in file `name`, or None once it said in one line why there is none.
+
+    Raises UsageError when the file cannot be read, as every command does;
+    a package that is not JSON, breaks its contract or its rules, is one
+    line on standard error, as `validate` judges it (exit status 1).
+    """
+    try:
+        with opened(name) as stream:
+            data = read_at_most(stream, limit)
+    except OSError as error:
+        raise UsageError(f"{label(name)}: {unreadable(error)}") from None
+    if isinstance(data, Violation):
+        complain(f"{label(name)}: {data.message}")
+        return None
+    try:
+        package: StoryPackage = decode(STORY_PACKAGE, data)
+    except ContractError as error:
+        problems = error.violations
+        complain(
+            f"{label(name)}: not a finalized story-package ({problems.summary()}), "
+            f"the first: {problems[0]}; `plancontracts validate story-package` lists them all"
+        )
+        return None
+    return package
+
+
+# Choices on a pipe -------------------------------------------------------------------
+
+
+def _lines(
+    package: StoryPackage, state: StoryPlaythrough, keep: str | None, limit: int, out: Output
+) -> int:
+    """Play the NDJSON choices of standard input, printing each state; the exit status."""
+    status = EXIT_OK
+    _print(out, _record(package, state, state))
+    if state.ended is not UNSET:
+        return status
+    stream = standard_input().buffer
+    try:
+        for number, line in lines_of(stream, limit):
+            try:
+                wanted = _wanted(line)
+                after = choose(package, state, resolve(package, state, wanted))
+            except PlayRefused as refusal:
+                _print(out, {"line": number, "refused": str(refusal)})
+                status = EXIT_INVALID
+                continue
+            _save(keep, after)
+            _print(out, _record(package, state, after))
+            state = after
+            if state.ended is not UNSET:
+                break
+    except OSError as error:
+        raise StreamError(f"cannot read standard input: {reason(error)}") from None
+    return status
+
+
+def _wanted(line: bytes | Violation) -> int | str | Choice:
+    """What a line of choices names; PlayRefused, in one line, when it is no choice."""
+    if isinstance(line, Violation):
+        raise PlayRefused(line.message)
+    try:
+        value = parse(line)
+    except MalformedJSON as error:
+        raise PlayRefused(error.message) from None
+    if not isinstance(value, dict) or set(value) != {"choose"}:
+        raise PlayRefused(f"a line of choices is {CHOICE_SHAPE}")
+    wanted = value["choose"]
+    if isinstance(wanted, int) and not isinstance(wanted, bool):
+        return wanted
+    if isinstance(wanted, str):
+        return wanted
+    if isinstance(wanted, dict) and set(wanted) == {"kind", "id"}:
+        kind, name = wanted["kind"], wanted["id"]
+        if kind in _KINDS and isinstance(name, str):
+            return Choice(kind=kind, id=name)
+        raise PlayRefused(f"a choice's kind is one of {', '.join(_KINDS)}, and its id a string")
+    raise PlayRefused(f"{shown(wanted)} names no choice: a line of choices is {CHOICE_SHAPE}")
+
+
+def _record(
+    package: StoryPackage, before: StoryPlaythrough, after: StoryPlaythrough
+) -> dict[str, Any]:
+    return {
+        "state": after,
+        "offered": [
+            {
+                "number": number,
+                "kind": offer.choice.kind,
+                "id": offer.choice.id,
+                "title": offer.title,
+                "detail": offer.detail,
+            }
+            for number, offer in enumerate(offered(package, after), 1)
+        ],
+        "happened": happenings(package, before, after),
+    }
+
+
+def _print(out: Output, record: dict[str, Any]) -> None:
+    out.write(msgspec.json.encode(record).decode() + "\n")
+    out.flush()  # a program driving the play reads each state before its next choice
+
+
+# Choices on a terminal ---------------------------------------------------------------
+
+
+def _menu(package: StoryPackage, state: StoryPlaythrough, keep: str | None, out: Output) -> int:
+    """Play from a terminal: a summary and a numbered menu, a number or an id typed."""
+    lines = standard_lines()
+    before = state
+    while True:
+        for happened in happenings(package, before, state):
+            out.write(f"* {printable(happened)}\n")
+        out.write("\n".join(_summary(package, state)) + "\n")
+        if state.ended is not UNSET:
+            return EXIT_OK
+        choices = offered(package, state)
+        for number, offer in enumerate(choices, 1):
+            out.write(f"  {number}. {_shown_offer(offer)}\n")
+        while True:
+            out.write("> ")
+            out.flush()
+            typed = next(lines, "").strip()
+            if not typed:
+                out.write("\n")
+                return EXIT_OK
+            wanted: int | str = int(typed) if typed.isascii() and typed.isdigit() else typed
+            try:
+                after = choose(package, state, resolve(package, state, wanted))
+            except PlayRefused as refusal:
+                out.write(f"{printable(str(refusal))}\n")
+                continue
+            break
+        _save(keep, after)
+        before, state = state, after
+
+
+def _summary(package: StoryPackage, state: StoryPlaythrough) -> Iterator[str]:
+    index = len(state.acts) - 1
+    act = package.plot.acts[index]
+    now = state.acts[-1]
+    yield f"{printable(act.title)} (act {index + 1} of {len(package.plot.acts)}): " + printable(
+        act.objective
+    )
+    where = next(place for place in act.sandbox_locations if place.id == state.location)
+    trackers = []
+    if act.global_progression is not UNSET:
+        tracker = act.global_progression
+        trackers.append(f"{tracker.tracker_label} {now.progression}/{tracker.required_value}")
+    if act.opposing_force is not UNSET:
+        clock = act.opposing_force
+        trackers.append(f"{clock.tracker_label} {now.doom}/{clock.required_value}")
+    yield printable(f"At {where.title}." + (f" {'; '.join(trackers)}" if trackers else ""))
+    if state.ended is not UNSET:
+        yield f"The story has ended (by {state.ended})."
+
+
+def _shown_offer(offer: Offer) -> str:
+    kind = offer.choice.kind
+    text = {
+        "encounter": offer.title,
+        "move": f"go to {offer.title}",
+        "event": f"fire: {offer.title}",
+    }
+    detail = f" ({offer.detail})" if offer.detail else ""
+    return printable(text[kind] + detail)
+
+
+# The playthrough file ---------------------------------------------------------------
+
+
+def _require_a_writable_folder(name: str) -> None:
+    """Raise UsageError when the folder of the state file `name` cannot be written in."""
+    folder = Path(name).parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+
+
+def _read_state(name: str, package: StoryPackage) -> StoryPlaythrough:
+    """The playthrough kept in file `name`, checked against `package`; a new one when none is.
+
+    The caller holds the file's lock: a playthrough an older version stored
+    is upgraded and written back, the old kept beside it (`core.stored`).
+    Raises UsageError, in one line, when the file cannot be read, is no
+    playthrough, or is one of another package (or one its log does not lead
+    to); StreamError when an upgrade cannot be written.
+    """
+    try:
+        # O_NONBLOCK: a FIFO named as the state would otherwise wait for a writer.
+        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise UsageError(f"--state {label(name)}: not a regular file")
+            os.set_blocking(descriptor, True)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        with open(descriptor, "rb") as stream:
+            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
+    except FileNotFoundError:
+        return start(package)
+    except OSError as error:
+        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
+    if isinstance(data, Violation):
+        raise UsageError(f"--state {label(name)}: {data.message}")
+    try:
+        data = current_document(STORY_PLAYTHROUGH, Path(name), data, say=say)
+    except MigrationFailed as error:
+        raise UsageError(f"--state {label(name)}: {error}") from None
+    except OSError as error:
+        raise StreamError(f"--state {label(name)}: cannot upgrade it: {reason(error)}") from None
+    try:
+        state: StoryPlaythrough = decode(STORY_PLAYTHROUGH, data)
+    except ContractError as error:
+        more = len(error.violations) - 1
+        raise UsageError(
+            f"--state {label(name)}: not a story playthrough: {error.violations[0]}"
+            + (f" (and {more} more)" if more else "")
+        ) from None
+    try:
+        return resumed(package, state)
+    except PlayRefused as refusal:
+        raise UsageError(f"--state {label(name)}: {refusal}") from None
+
+
+def _save(name: str | None, state: StoryPlaythrough) -> None:
+    """Replace file `name` (nothing when None) with `state`, whole or not at all; StreamError."""
+    if name is None:
+        return
+    try:
+        replace_file(Path(name), msgspec.json.encode(state) + b"\n")
+    except OSError as error:
+        raise StreamError(
+            f"cannot write the playthrough to {label(name)}: {reason(error)}"
+        ) from None
