@@ -380,6 +380,7 @@ def test_a_run_that_fails_before_its_first_call_leaves_no_events_file(tmp_path: 
         ("{link}", "the events file {link} is the calls file {calls}: name another file"),
         ("{tmp}", "cannot open the events file {tmp}: is a directory"),
         ("{tmp}/no/events", "cannot open the events file {tmp}/no/events: no such file or"),
+        ("-", "--events takes a file: standard output carries the results already"),
     ],
 )
 def test_session_run_refuses_an_events_file_it_cannot_use_in_one_line(

@@ -82,14 +82,16 @@ def _write_all(stream: FileIO, data: bytes) -> None:
 def events_file(name: str | None, *, inputs: Iterable[str] = ()) -> Iterator[EventLog | None]:
     """The `EventLog` of `--events NAME`, or None without the option; the file is closed after.
 
-    Raises UsageError when NAME cannot be opened for appending, or when it
-    is one of the command's `inputs` (`-` standing for standard input) or
+    Raises UsageError when NAME cannot be opened for appending, when it is
+    `-`, or when it is one of the command's `inputs` (`-` standing for standard input) or
     the file standard output is redirected to: a file read or written while
     lines are appended to it would be read back, or overwritten.
     """
     if name is None:
         yield None
         return
+    if name == "-":  # not standard output: the command's results are printed there
+        raise UsageError("--events takes a file: standard output carries the results already")
     _refuse_the_same_file(name, inputs)
     existed = os.path.lexists(name)
     try:
