@@ -41,6 +41,20 @@ repair call (`updateElement`, or new encounters for a location) before the
 package is finalized again. Every call counts toward `max_calls`: when they
 run out, the build stops where it is, without a package, and the draft
 keeps every call that succeeded.
+
+A `Driver` is the model as the seed's co-author: it chooses which tool to
+call next, and every argument, under `profiles.drive_profile` (the tools
+the draft's state leaves open, each its whole input contract within
+`DRIVE_BOUNDS`). Nothing is sequenced or filled by the code but the
+premise's text: the draft's handlers judge each call, and what they say,
+the result or the refusal with its violations, is what the model reads
+before its next call (`prompts.drive_messages`). A drive ends when the
+package is finalized or after `max_calls` calls; given a session that a
+store keeps, it goes on from the draft saved there.
+
+    driver = Driver(load_writer(ModelChoice(), needs="a drive needs one"))
+    drive = await driver.drive(Drive.started("A keeper finds ..."), max_calls=12)
+    drive.calls, drive.package
 """
 
 from __future__ import annotations
@@ -64,22 +78,41 @@ from .profiles import (
     LOCATIONS,
     MAX_ACTS,
     Step,
+    drive_profile,
     pipeline_length,
     repair_step,
     steps,
 )
 from .prompts import (
     build_messages,
+    drive_messages,
 )
 from .session import DraftSession
 from .tools import TOOLS
 
-__all__ = ["SPARE_CALLS", "Build", "Builder", "checked_premise"]
+__all__ = [
+    "DRIVE_CALLS",
+    "MAX_DRIVE_CALLS",
+    "SPARE_CALLS",
+    "Build",
+    "Builder",
+    "Drive",
+    "Driver",
+    "checked_premise",
+]
 
 CALL_TOKENS = 800
 "Enough for the longest call a profile allows."
 SPARE_CALLS = 4
 "Calls a build has beyond its pipeline by default, for refusals and repairs."
+DRIVE_CALLS = pipeline_length(1, LOCATIONS[0]) + SPARE_CALLS
+"The calls a drive makes by default: the smallest story's pipeline, and spares for refusals."
+MAX_DRIVE_CALLS = pipeline_length(MAX_ACTS, LOCATIONS[-1]) * 4
+"""The most calls one drive may be given: the largest build's pipeline, four times over.
+
+The model reads only its last calls (`prompts.RECENT_CALLS`), so the bound is
+one of time, not of context; a story longer still is driven again with
+`--db`, going on from its saved draft."""
 
 
 @dataclass
@@ -213,3 +246,111 @@ def _well_formed(step: Step, written: dict[str, Any]) -> dict[str, Any]:
     tool, arguments = step.call(written)
     convert(tool.parameters, arguments)
     return written
+
+
+@dataclass
+class Drive:
+    """A drive so far: the premise, the session it drafts in, and every call it made, in order."""
+
+    premise: str
+    session: DraftSession
+    calls: list[ToolCall[StoryDraft]] = field(default_factory=list)
+
+    @classmethod
+    def started(cls, premise: str, session: DraftSession | None = None) -> Drive:
+        """A drive of `premise` (trimmed) in `session` (default: a new one saving nothing).
+
+        Raises ValueError for an empty or too long premise, or a session whose
+        draft holds another premise or is finalized.
+        """
+        premise = checked_premise(premise)
+        session = session if session is not None else DraftSession()
+        held = session.draft.premise
+        if held is not None and held.premise != premise:
+            raise ValueError("the session's draft has a premise of its own, not this one")
+        return cls(premise, _drafting(session))
+
+    @classmethod
+    def resumed(cls, session: DraftSession) -> Drive:
+        """A drive going on with `session`'s draft, of its premise.
+
+        Raises ValueError when the draft has no premise yet (nothing says what
+        the story is) or is finalized (it takes no more calls).
+        """
+        held = session.draft.premise
+        if held is None:
+            raise ValueError("the draft has no premise yet: give the premise to drive it")
+        return cls(held.premise, _drafting(session))
+
+    @property
+    def package(self) -> StoryPackage | None:
+        """The finalized package, or None while there is none."""
+        return self.session.package
+
+    @property
+    def finalized(self) -> bool:
+        """Whether the draft is finalized: the drive is over."""
+        return self.session.draft.status == "finalized"
+
+
+def _drafting(session: DraftSession) -> DraftSession:
+    """`session`, whose draft takes calls. Raises ValueError when it is finalized."""
+    if session.draft.status == "finalized":
+        raise ValueError(
+            f"the draft {session.draft.package_id} is finalized already: it takes no more calls"
+        )
+    return session
+
+
+@dataclass
+class Driver:
+    """Lets one loaded model (or any `Writer`) co-write story drafts, choosing each call."""
+
+    writer: Writer
+    say: Callable[[str], None] = say_on_stderr
+
+    async def drive(
+        self,
+        drive: Drive,
+        *,
+        max_calls: int,
+        seed: int | None = None,
+        on_call: Callable[[ToolCall[StoryDraft]], None] | None = None,
+    ) -> Drive:
+        """Let the model call the tools on `drive`'s draft until it is finalized, or `max_calls`.
+
+        `max_calls` counts the calls `drive` made before too; `on_call` is
+        told of each call as soon as it is made, refused or not. The model
+        writes in a worker thread: cancelling stops it at its next token.
+        Raises ValueError, before the model writes, for `max_calls` below 1;
+        GenerationFailed when the model writes no answer the profile accepts
+        (not JSON, a tool that is not offered, arguments past the profile's
+        bounds), after one re-ask with its violations: the calls made so far
+        stay in `drive`, and a stored draft keeps every one that succeeded.
+        """
+        # Here, not at the top: every command imports the agents, and the loop brings trio.
+        from ..model.writing import write_under_profile
+
+        if max_calls < 1:
+            raise ValueError(f"a drive makes at least 1 call, not {max_calls}")
+        while len(drive.calls) < max_calls and not drive.finalized:
+            draft = drive.session.draft
+            written = await write_under_profile(
+                self.writer,
+                drive_messages(drive.premise, draft, drive.calls),
+                drive_profile(draft, drive.premise),
+                answer="Tool call JSON",
+                max_tokens=CALL_TOKENS,
+                seed=seed,
+                # The profile judges the answer; the tool's contract and the pipeline
+                # are the handlers' to judge, and their refusal is read back.
+                accept=lambda document: document,
+                say=self.say,
+                who="drive",
+            )
+            tool, arguments = written["tool"], written["arguments"]
+            call = ToolCall(tool, arguments, drive.session.call(tool, arguments))
+            drive.calls.append(call)
+            if on_call is not None:
+                on_call(call)
+        return drive

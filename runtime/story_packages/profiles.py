@@ -7,6 +7,12 @@ with what the code fills in (`Choice.fill`). `steps` yields the pipeline's
 steps in order, each made from the draft as it stands when its turn comes;
 `repair_step` is the call after a refused package. The agent module says
 why each narrowing holds the package together.
+
+A drive (`story drive`, the model as co-author) writes each call under
+`drive_profile`: one branch per tool the draft's state leaves open
+(`drive_tools`), each tool's whole input contract within `DRIVE_BOUNDS`.
+Its ids and references are the model's to choose, and the pipeline's refusals
+of wrong ones go back to it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from .tools import TOOLS
 
 __all__ = [
     "BUILD_BOUNDS",
+    "DRIVE_BOUNDS",
     "ENCOUNTERS",
     "LOCATIONS",
     "MAX_ACTS",
@@ -44,6 +51,8 @@ __all__ = [
     "NEEDED",
     "Choice",
     "Step",
+    "drive_profile",
+    "drive_tools",
     "flags_set",
     "pipeline_length",
     "repair_step",
@@ -257,8 +266,11 @@ def _outline_choice(act: str, locations: int) -> Choice:
 
 def _connections(ids: list[str], index: int) -> list[list[str]]:
     """Every list of connections location `index` may have: the next location always first."""
-    after = ids[index + 1 : index + 2]
-    others = [each for number, each in enumerate(ids) if number not in (index, index + 1)]
+    # The last leads to the first: a ring, so every location leads back to the start and
+    # play never strands the player (the package's rules).
+    following = (index + 1) % len(ids)
+    after = [ids[following]]
+    others = [each for number, each in enumerate(ids) if number not in (index, following)]
     return [
         [*after, *chosen]
         for size in range(len(others) + 1)
@@ -381,10 +393,12 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def flags_set(draft: StoryDraft) -> list[str]:
-    """The flags that encounters drafted so far set, each once, in order."""
+def flags_set(draft: StoryDraft, act_id: str | None = None) -> list[str]:
+    """The flags that encounters drafted so far set (in act `act_id` only, if given), in order."""
     found: dict[str, None] = {}
     for act in draft.acts:
+        if act_id is not None and act.outline.id != act_id:
+            continue
         for location in act.locations:
             for encounter in location.encounters:
                 found.update(dict.fromkeys(encounter.potential_flags or ()))
@@ -410,7 +424,10 @@ def _web_step(act: str, ids: list[str], draft: StoryDraft) -> Step:
 
 
 def _encounters_step(act: str, location: str, draft: StoryDraft) -> Step:
-    choice = _encounters_choice(act, location, _known(draft), flags_set(draft), named=False)
+    # Prerequisites name flags of this act only: one of an earlier act may have been missed
+    # in play, and the act's progression must not rest on it (the package's rules).
+    flags = flags_set(draft, act)
+    choice = _encounters_choice(act, location, _known(draft), flags, named=False)
     return Step(f'location "{location}" of act "{act}"', (choice,))
 
 
@@ -450,3 +467,82 @@ def repair_step(draft: StoryDraft) -> Step:
         for location in act.locations
     )
     return Step("the package finalizePackage refused", tuple(choices))
+
+
+# A drive: the model chooses the tool ------------------------------------------------------
+
+DRIVE_BOUNDS = Bounds(string=80, items=3, integer=100)
+"""Short texts and a few items a list, in a drive's call: a small model writes one in seconds.
+
+A story of more locations or encounters than three is made of more calls
+(a node web per act, encounters per location), which the model chooses."""
+
+
+NUMBER_STEPS = 10
+"A number the model writes is one of this many steps (and one) between its bounds."
+
+
+@cache
+def _whole(tool: Tool) -> dict[str, Any]:
+    """`tool`'s arguments within `DRIVE_BOUNDS`: its whole input contract, optional fields too."""
+    schema = contract_schema(tool.parameters)
+    profile: dict[str, Any] = _writable(
+        Deriver(schema.get("$defs", {}), DRIVE_BOUNDS).derive(schema)
+    )
+    return profile
+
+
+def _writable(node: Any) -> Any:
+    """`node` as the local model's grammar can hold it, and a small model finish it.
+
+    Two things of a derived profile are changed. A free-form object's
+    `propertyNames` is dropped: with it, llama-cpp-python's grammar admits
+    no answer at all (an `updateElement` branch made the whole call's
+    answer empty); the handler judges the names. A number between bounds
+    becomes one of `NUMBER_STEPS` steps: free, the packaged model wrote a
+    music weight's digits on until its tokens ran out.
+    """
+    if isinstance(node, list):
+        return [_writable(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("type") == "number" and {"minimum", "maximum"} <= node.keys():
+        low, high = node["minimum"], node["maximum"]
+        steps = range(NUMBER_STEPS + 1)
+        return {"enum": sorted({round(low + (high - low) * n / NUMBER_STEPS, 6) for n in steps})}
+    return {key: _writable(value) for key, value in node.items() if key != "propertyNames"}
+
+
+def drive_tools(draft: StoryDraft) -> tuple[Tool, ...]:
+    """The tools a drive offers the model while the session holds `draft`.
+
+    None once the draft is finalized (it takes no call); the premise's tool
+    alone until a premise is proposed (every other tool needs one); then
+    every tool but that one, which refuses a second premise.
+    """
+    if draft.status == "finalized":
+        return ()
+    premise = TOOLS.taking(STORY_PREMISE)
+    if draft.premise is None:
+        return (premise,)
+    return tuple(tool for tool in TOOLS if tool is not premise)
+
+
+def drive_profile(draft: StoryDraft, premise: str) -> dict[str, Any]:
+    """The decoding schema of a drive's call, `{"tool": NAME, "arguments": {...}}`, now.
+
+    One branch per tool of `drive_tools(draft)`, its arguments under
+    `_whole(tool)`; the premise's call carries `premise` as given, never
+    one the model writes. Raises ValueError for a finalized draft: no call
+    is left to write.
+    """
+    branches = []
+    for tool in drive_tools(draft):
+        arguments = _whole(tool)
+        if tool.parameters is STORY_PREMISE:
+            fixed = {**arguments["properties"], "premise": {"const": premise}}
+            arguments = {**arguments, "properties": fixed}
+        branches.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
+    if not branches:
+        raise ValueError(f"the draft {draft.package_id} is finalized: no call is left to write")
+    return {"anyOf": branches, "x-guidance": WHITESPACE}

@@ -5,17 +5,25 @@ of its contract's description (`templates/build.md`); the user message
 gives the premise, the story so far, the call to write with its fields, each
 described by its contract, and the refusal of the last call, if any
 (`templates/build-call.md`).
+
+A drive's model (the co-author) reads the tools, each by the same first
+sentence (`templates/drive.md`), the premise (`templates/drive-premise.md`),
+its last `RECENT_CALLS` calls each with what it read back, and the story so
+far, summarised from the draft (`templates/drive-story.md`): a drive going
+on with a stored draft reads its earlier calls as that summary.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
 from ...generated.story_packages import Progression, StoryDraft
 from ..core.contracts import contract_schema
-from ..core.sessions import CallResult
+from ..core.sessions import CallResult, ToolCall
 from ..core.templates import template
 from ..core.tools import Tool
 from ..model.chat import Message
@@ -25,7 +33,7 @@ from .profiles import (
 )
 from .tools import TOOLS
 
-__all__ = ["VIOLATIONS_SHOWN", "build_messages"]
+__all__ = ["RECENT_CALLS", "VIOLATIONS_SHOWN", "build_messages", "drive_messages", "read_back"]
 
 VIOLATIONS_SHOWN = 5
 "Violations of a refused package the model reads, at most."
@@ -148,3 +156,46 @@ def build_messages(
         {"role": "system", "content": system.strip()},
         {"role": "user", "content": re.sub(r"\n{3,}", "\n\n", user).strip()},
     ]
+
+
+RECENT_CALLS = 6
+"How many of its last calls, with what it read back, a drive's model reads: a bounded prompt."
+
+
+def read_back(result: CallResult[StoryDraft]) -> str:
+    """What a drive's model reads after a call: the tool's message, and a refusal's violations."""
+    if result.error is None:
+        return f"Result (ok): {result.message}"
+    lines = [f"Result (refused): {result.message}"]
+    shown = result.error.violations[:VIOLATIONS_SHOWN]
+    lines += [f"- {each.pointer or 'the arguments'}: {each.message}" for each in shown]
+    more = len(result.error.violations) - len(shown)
+    if more > 0:
+        lines.append(f"- and {more} more")
+    return "\n".join(lines)
+
+
+def drive_messages(
+    premise: str, draft: StoryDraft, calls: Iterable[ToolCall[StoryDraft]]
+) -> list[Message]:
+    """What a drive's model reads before its next call: chat messages.
+
+    The system message lists the tools, each by the first sentence of its
+    contract's description; the user message gives `premise`. Then come the
+    last `RECENT_CALLS` of `calls`, each the model's call (as its JSON) and
+    what it read back (`read_back`), and last the story so far, from
+    `draft`: the calls before those, or before this run, are in it.
+    """
+    system = template(__package__, "drive.md").substitute(tools=_pipeline())
+    opening = template(__package__, "drive-premise.md").substitute(premise=premise)
+    messages: list[Message] = [
+        {"role": "system", "content": system.strip()},
+        {"role": "user", "content": opening.strip()},
+    ]
+    for call in list(calls)[-RECENT_CALLS:]:
+        written = json.dumps({"tool": call.tool, "arguments": call.arguments}, ensure_ascii=False)
+        messages.append({"role": "assistant", "content": written})
+        messages.append({"role": "user", "content": read_back(call.result)})
+    story = template(__package__, "drive-story.md").substitute(story=_story(draft)).strip()
+    messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{story}"}
+    return messages

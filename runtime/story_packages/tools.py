@@ -9,9 +9,14 @@ and the error that refuses a call, are the core's (`runtime.core.tools`).
     from plancontracts.runtime.story_packages.tools import TOOLS
 
     [tool.name for tool in TOOLS]   # proposeStoryPremise, ..., finalizePackage
+
+`tool_definitions` gives them for function calling, as an outside agent
+(or a model server) takes them: `plancontracts story tools` prints it.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ...generated import (
     STORY_ACT_OUTLINE,
@@ -31,9 +36,10 @@ from ...generated import (
     STORY_UPDATE_ELEMENT,
     STORY_UPDATE_ELEMENT_RESULT,
 )
+from ..core.contracts import contract_schema
 from ..core.tools import ToolSet, described
 
-__all__ = ["TOOLS"]
+__all__ = ["TOOLS", "tool_definitions"]
 
 TOOLS = ToolSet(
     "story",
@@ -49,3 +55,25 @@ TOOLS = ToolSet(
     ),
 )
 "The eight tools, in the seed's order."
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """The eight tools for function calling, as OpenAI-compatible servers take them, in order.
+
+    Each is `{"type": "function", "function": {"name", "description",
+    "parameters"}}`: the name is the contract's `x-tool`, the description
+    its own (lead-in dropped), and `parameters` the contract's whole
+    schema, self-contained (its references point into its own `$defs`). A
+    fresh copy on every call. Accepts nothing; raises nothing.
+    """
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": contract_schema(tool.parameters),
+            },
+        }
+        for tool in TOOLS
+    ]
