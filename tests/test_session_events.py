@@ -7,6 +7,7 @@ drive --events FILE` append them to FILE as NDJSON, as each call is done.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import pytest
 from commands import cli
 from hypothesis import given, settings
 from jsonschema import Draft202012Validator
-from local_servers import conforming, model_server
+from local_servers import Reply, conforming, model_server
 from test_session_plans import CALLS as RANDOM_CALLS
 from test_session_plans import FIRST_CALLS
 from tiers import examples_at_most
@@ -495,6 +496,37 @@ def test_session_drive_writes_an_event_for_each_call_it_prints(tmp_path: Path) -
             call["ok"],
             call["arguments"],
         )
+
+
+def _first_then_slow(number: int, body: dict[str, Any]) -> Reply:
+    """The first call at once, then no answer for a minute: a drive to stop while it waits."""
+    return dataclasses.replace(conforming(number, body), delay=0.0 if number == 0 else 60.0)
+
+
+@pytest.mark.process  # a signal to the command
+def test_a_drive_stopped_while_the_model_writes_keeps_the_events_written(tmp_path: Path) -> None:
+    events = tmp_path / "events.ndjson"
+    with model_server(_first_then_slow) as server:
+        drive = ["session", "drive", OBJECTIVE, "--server", server.url, "--max-calls", "3"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "plancontracts", *drive, "--events", str(events)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not (events.exists() and events.read_bytes().endswith(b"\n")) and (
+                time.monotonic() < deadline and process.poll() is None
+            ):
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            process.kill()
+    assert process.returncode == 143, stderr
+    (event,) = events_in(events)
+    assert (event["sequence"], event["tool"], event["ok"]) == (1, "planning_setup_plan", True)
+    assert valid(event)
 
 
 def test_session_drive_refuses_an_events_file_before_any_model(tmp_path: Path) -> None:
