@@ -11,9 +11,10 @@ Each line is a `session-tool-event` document. The file is opened for
 appending (created if missing) before any call is made, so a file that
 cannot be opened is a usage error at once; what an earlier run wrote stays,
 and the runs' lines are told apart by their `session_id`; a file the
-command made is removed again if the command fails before its first call. Each line goes to
-the system in one write, unbuffered, as soon as its call is done: a command
-stopped by a signal, or killed, has lost none of the lines written before.
+command made is removed again if the command fails before its first call.
+Each line goes to the system in one write, unbuffered, as soon as its call
+is done: a command stopped by a signal, or killed, has lost none of the
+lines written before.
 """
 
 from __future__ import annotations

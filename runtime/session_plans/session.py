@@ -118,9 +118,10 @@ class PlanSession(ToolSession[SessionPlan | None, None]):
         the call (its result stands, and so does its plan): the error goes
         to `on_subscriber_error` and the other subscribers are still told.
         A call a subscriber makes is told after the event being told, so
-        every subscriber sees the events in `sequence` order. The same
-        function subscribed twice is told twice; stopping it twice is
-        harmless.
+        every subscriber sees the events in `sequence` order. An event holds
+        the call's own arguments object: a subscriber reads it, never
+        changes it. The same function subscribed twice is told twice;
+        stopping it twice is harmless.
         """
         token = next(self._tokens)
         self._subscribers[token] = subscriber
