@@ -51,6 +51,15 @@ def location(name: str, title: str, connections: list[str], *encounters: Documen
     }
 
 
+CLIMAX = {
+    "id": "evt_climax",
+    "title": "The Storm",
+    "triggerCondition": "When the Director judges it time",
+    "description": "The storm breaks.",
+    "forcesClimax": True,
+}
+
+
 def act(name: str, title: str, *places: Document) -> Document:
     return {
         "id": name,
@@ -59,6 +68,8 @@ def act(name: str, title: str, *places: Document) -> Document:
         "scenarioContext": "The lamp writes the entries.",
         "narrativeGuidelines": "Hint, never show.",
         "sandboxLocations": list(places),
+        # How play ends the act: its trackers are not drawn.
+        "inevitableEvents": [CLIMAX],
     }
 
 

@@ -167,8 +167,19 @@ def package() -> Document:
     }
 
 
+CLIMAX = {
+    "id": "evt_climax",
+    "title": "The Storm",
+    "triggerCondition": "When the Director judges it time",
+    "description": "The storm breaks.",
+    "forcesClimax": True,
+}
+"An inevitable event that ends an act whenever the Director fires it."
+
+
 def second_act(*encounters: Document) -> Document:
-    return act("act_2", [location("loc_cellar", [], list(encounters))])
+    cellar = location("loc_cellar", [], list(encounters))
+    return act("act_2", [cellar], inevitableEvents=[CLIMAX])
 
 
 def broken(breakage: Breakage) -> Document:
@@ -491,7 +502,7 @@ def test_long_chains_of_locations_and_flags_are_walked_in_loops() -> None:
         for index in range(length)
     ]  # fmt: skip
     chain[1:] = reversed(chain[1:])  # the flags are met in the opposite order to the listing
-    document["plot"]["acts"][0] = act("act_1", chain)
+    document["plot"]["acts"][0] = act("act_1", chain, inevitableEvents=[CLIMAX])
     document["assets"] = {"backgrounds": {}, "characters": {}, "music": {}}
     problems = list(STORY_PACKAGE_RULES.find(document))
     assert len(problems) == 2 * length + 1  # each location's background and music; a portrait

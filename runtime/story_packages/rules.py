@@ -39,6 +39,28 @@ for any package, every problem with its pointer:
   `potentialFlags` and `givesProgression`; the schema keeps both optional,
   since ambient filler has neither, and this rule asks for one of the three.
 
+What playing a package (`story play`, `play.py`) needs besides; the second
+was found by playing random finalized packages until a state had no way
+forward:
+
+- Ids are unique: characters, acts, encounters (of every act and arc
+  together), a location or inevitable event within its act. A playthrough
+  names them by id.
+- Every act can always end, whatever the player chose before. An act ends
+  by its progression tracker, its doom clock or an inevitable event that
+  forces the climax (which the Director may fire at any time). So an act
+  has an event that `forcesClimax`; or a doom clock, and at each location
+  a connection or a repeatable encounter that can always be played, so
+  that a choice, which advances the clock, is always offered until it is
+  full; or a tracker whose `requiredValue` the encounters that can always be
+  played give, and every location reached leading back to the act's start
+  (a player who follows a one-way connection is not stranded away from
+  them). The encounters that can always be played are those no flag any
+  encounter sets excludes, whose prerequisites such encounters of the same
+  act set: a flag of an earlier act may have been missed there, and an arc
+  encounter counts only in the first act its character is in, since it may
+  have been played there.
+
 Each rule reads the value as parsed, whatever else is wrong with it, and
 checks only what is there and well typed. The rules walk the package in
 loops, never by recursion, and with sets and maps keyed by id, so any value
@@ -51,11 +73,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...generated import STORY_PACKAGE
+from ...generated import STORY_PACKAGE, STORY_PLAYTHROUGH
 from ..core.errors import Violation, shown
+from ..core.jsontext import escape_token
 from ..core.rules import Rules, as_integer
 
-__all__ = ["RULES", "STORY_PACKAGE_RULES"]
+__all__ = ["RULES", "STORY_PACKAGE_RULES", "STORY_PLAYTHROUGH_RULES"]
 
 NAMES_SHOWN = 5
 "Ids quoted at most in one message: a hostile package could hold millions."
@@ -130,6 +153,8 @@ def _story_package(value: Any) -> Iterator[Violation]:
     yield from _progression(story)
     yield from _doom_clocks(story)
     yield from _dead_ends(story)
+    yield from _unique_ids(story)
+    yield from _ways_to_end(story)
 
 
 def _read(package: dict[str, Any]) -> _Story:
@@ -494,10 +519,271 @@ def _dead_ends(story: _Story) -> Iterator[Violation]:
         )
 
 
+# Play ---------------------------------------------------------------------------------
+
+
+def _unique_ids(story: _Story) -> Iterator[Violation]:
+    def repeats(ids: Iterable[tuple[str, Any]], what: str) -> Iterator[Violation]:
+        seen: set[str] = set()
+        for where, name in ids:
+            if not isinstance(name, str):
+                continue
+            if name in seen:
+                yield Violation(where, f"{shown(name)} is already the id of {what}: ids are unique")
+            seen.add(name)
+
+    yield from repeats(
+        ((f"/characters/{index}/id", c.get("id")) for index, c in story.characters), "a character"
+    )
+    yield from repeats(((f"{a.where}/id", a.value.get("id")) for a in story.acts), "an act")
+    encounters = [e for act in story.acts for e in act.encounters]
+    encounters.extend((arc.where, arc.value) for arc in story.arcs)
+    yield from repeats(((f"{where}/id", e.get("id")) for where, e in encounters), "an encounter")
+    for act in story.acts:
+        yield from repeats(
+            ((f"{where}/id", place.get("id")) for _, where, place in act.locations),
+            f"a location of {act.label}",
+        )
+        events = _list(act.value.get("inevitableEvents"))
+        yield from repeats(
+            (
+                (f"{act.where}/inevitableEvents/{number}/id", event.get("id"))
+                for number, event in enumerate(events)
+                if isinstance(event, dict)
+            ),
+            f"an inevitable event of {act.label}",
+        )
+
+
+def _stranded(act: _Act) -> str | None:
+    """The pointer of the first location reached from the act's start that cannot lead back."""
+    if not act.locations or act.locations[0][0] != 0:
+        return None  # no first location: the schema says why
+    start = act.locations[0][2].get("id")
+    if not isinstance(start, str):
+        return None
+    leads: dict[str, set[str]] = {}  # each location, to the locations it connects to
+    led: dict[str, set[str]] = {}  # each location, from the locations connecting to it
+    for name, location in act.by_id.items():
+        for _, target in _strings(location.get("connections")):
+            if target in act.by_id:
+                leads.setdefault(name, set()).add(target)
+                led.setdefault(target, set()).add(name)
+    forward = _reached(start, leads)
+    back = _reached(start, led)
+    for _, where, location in act.locations:
+        named = location.get("id")
+        if isinstance(named, str) and named in forward and named not in back:
+            return where
+    return None
+
+
+def _reached(start: str, edges: dict[str, set[str]]) -> set[str]:
+    """Every node reached from `start` along `edges`, in a loop."""
+    reached = {start}
+    waiting = [start]
+    while waiting:
+        for other in edges.get(waiting.pop(), ()):
+            if other not in reached:
+                reached.add(other)
+                waiting.append(other)
+    return reached
+
+
+def _ways_to_end(story: _Story) -> Iterator[Violation]:
+    settable = {
+        flag
+        for _, encounter in [e for act in story.acts for e in act.encounters]
+        + [(arc.where, arc.value) for arc in story.arcs]
+        for _, flag in _strings(encounter.get("potentialFlags"))
+    }
+    first_act: dict[str, int] = {}
+    for act in story.acts:
+        for character in act.present:
+            first_act.setdefault(character, act.index)
+    for act in story.acts:
+        if not isinstance(act.value.get("sandboxLocations"), list):
+            continue  # no locations to play: the schema says why
+        events = _list(act.value.get("inevitableEvents"))
+        if any(isinstance(e, dict) and e.get("forcesClimax") is True for e in events):
+            continue  # the Director may fire it whenever play would stall
+        arcs = [
+            arc.value
+            for arc in story.arcs
+            if arc.owner is not None and first_act.get(arc.owner) == act.index
+        ]
+        safe = _always_playable([e for _, e in act.encounters] + arcs, settable)
+        clock = act.value.get("opposingForce")
+        stuck = _stuck(act, safe) if isinstance(clock, dict) else None
+        if isinstance(clock, dict) and stuck is None:
+            continue  # a choice is always offered, and each one advances the clock
+        tracker = act.value.get("globalProgression")
+        required = as_integer(tracker.get("requiredValue")) if isinstance(tracker, dict) else None
+        always = sum(_gives(encounter) for encounter in safe)
+        stranded = _stranded(act)
+        if required is not None and always >= required and stranded is None:
+            continue
+        otherwise = (
+            "its doom clock stops there, and no inevitable event forces the climax"
+            if stuck is not None
+            else "it has no doom clock and no inevitable event that forces the climax"
+        )
+        if required is not None and always < required:
+            yield Violation(
+                f"{act.where}/globalProgression/requiredValue",
+                f"is {required}, but the encounters that can always be played give {always} "
+                "(one a settable flag excludes, or that needs a flag of an earlier act, which "
+                f"may have been missed, may never be), and {otherwise}"
+                + (f" ({stuck} offers nothing once played)" if stuck is not None else ""),
+            )
+        elif required is not None and stranded is not None:
+            yield Violation(
+                stranded,
+                "cannot lead back to the act's start by following connections: a player who "
+                f"goes there is stranded away from the act's progression, and {otherwise}",
+            )
+        elif stuck is not None:
+            yield Violation(
+                stuck,
+                "has no connection and no repeatable encounter that can always be played: once "
+                "its encounters are played nothing is offered, so the doom clock stops before "
+                "it is full, and the act has no progression tracker or climax event to end it",
+            )
+        else:
+            yield Violation(
+                act.where,
+                "can never end: it has no globalProgression, no opposingForce and no inevitable "
+                "event that forcesClimax",
+            )
+
+
+def _stuck(act: _Act, safe: list[dict[str, Any]]) -> str | None:
+    """The first location with no connection and no repeatable encounter of `safe`, if any."""
+    safe_ids = {id(encounter) for encounter in safe}
+    for _, where, location in act.locations:
+        if not _absent_or_empty(location, "connections"):
+            continue
+        encounters = _list(location.get("encounters"))
+        if not any(
+            isinstance(e, dict) and e.get("repeatable") is True and id(e) in safe_ids
+            for e in encounters
+        ):
+            return where
+    return None
+
+
+def _always_playable(encounters: list[dict[str, Any]], settable: set[str]) -> list[dict[str, Any]]:
+    """The encounters no settable flag excludes whose prerequisites such encounters set, in turn."""
+    open_ = [
+        e
+        for e in encounters
+        if not any(flag in settable for _, flag in _strings(e.get("excludeIfFlags")))
+    ]
+    flags: set[str] = set()
+    chosen: list[dict[str, Any]] = []
+    waiting: dict[str, list[tuple[dict[str, Any], set[str]]]] = {}
+    ready = []
+    for encounter in open_:
+        missing = {flag for _, flag in _strings(encounter.get("prerequisites"))}
+        if missing:
+            entry = (encounter, missing)
+            for flag in missing:
+                waiting.setdefault(flag, []).append(entry)
+        else:
+            ready.append(encounter)
+    while ready:
+        encounter = ready.pop()
+        chosen.append(encounter)
+        for _, flag in _strings(encounter.get("potentialFlags")):
+            if flag in flags:
+                continue
+            flags.add(flag)
+            for other, missing in waiting.pop(flag, ()):
+                missing.discard(flag)
+                if not missing:
+                    ready.append(other)
+    return chosen
+
+
 STORY_PACKAGE_RULES = Rules(STORY_PACKAGE.name, "the story package's rules", _story_package)
 "What finalizing a package checks beyond its schema."
 
-RULES = {STORY_PACKAGE.name: STORY_PACKAGE_RULES}
+
+# A playthrough ----------------------------------------------------------------------
+
+
+def _story_playthrough(value: Any) -> Iterator[Violation]:
+    """What a playthrough's own parts say of each other; its package's play checks the rest.
+
+    Every act but the last has ended, and the last has exactly when the
+    story has, the same way; act ids do not repeat; escalation thresholds
+    strictly increase; `played` counts the log's encounter choices, no more
+    and no fewer.
+    """
+    if not isinstance(value, dict):
+        return
+    acts = [
+        (number, act)
+        for number, act in enumerate(_list(value.get("acts")))
+        if isinstance(act, dict)
+    ]
+    ended = value.get("ended")
+    seen: set[str] = set()
+    for number, act in acts:
+        where = f"/acts/{number}"
+        name = act.get("id")
+        if isinstance(name, str):
+            if name in seen:
+                yield Violation(f"{where}/id", f"{shown(name)} is already an act reached")
+            seen.add(name)
+        last = number == len(_list(value.get("acts"))) - 1
+        outcome = act.get("outcome")
+        if not last and outcome is None:
+            yield Violation(where, "has no outcome, yet a later act was reached: it ended")
+        elif last and outcome != ended and isinstance(ended, str | None):
+            story = "has not ended" if ended is None else f"ended by {shown(ended)}"
+            said = "no outcome" if outcome is None else f"the outcome {shown(outcome)}"
+            yield Violation(where, f"has {said}, but the story {story}: the last act tells how")
+        highest = 0
+        for index, threshold in enumerate(_list(act.get("escalations"))):
+            if isinstance(threshold, int) and not isinstance(threshold, bool):
+                if threshold <= highest:
+                    yield Violation(
+                        f"{where}/escalations/{index}",
+                        f"is {threshold}, not above the one before, {highest}: "
+                        "thresholds are reached in increasing order",
+                    )
+                highest = max(highest, threshold)
+    played = value.get("played")
+    log = value.get("log")
+    if not isinstance(played, dict) or not isinstance(log, list):
+        return
+    counted: dict[str, int] = {}
+    for choice in log:
+        if isinstance(choice, dict) and choice.get("kind") == "encounter":
+            name = choice.get("id")
+            if isinstance(name, str):
+                counted[name] = counted.get(name, 0) + 1
+    for name, times in played.items():
+        if as_integer(times) is not None and counted.get(name, 0) != times:
+            yield Violation(
+                f"/played/{escape_token(name)}",
+                f"is {times}, but the log chooses the encounter {counted.get(name, 0)} times",
+            )
+    for name, times in counted.items():
+        if name not in played:
+            yield Violation(
+                "/played",
+                f"lacks {shown(name)}, which the log chooses {times} time(s)",
+            )
+
+
+STORY_PLAYTHROUGH_RULES = Rules(
+    STORY_PLAYTHROUGH.name, "the story playthrough's rules", _story_playthrough
+)
+"What a playthrough's parts say of each other, checked without its package."
+
+RULES = {STORY_PACKAGE.name: STORY_PACKAGE_RULES, STORY_PLAYTHROUGH.name: STORY_PLAYTHROUGH_RULES}
 "The family's rules beyond its contracts' schemas, found by `runtime.core.rules`."
 
 
