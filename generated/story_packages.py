@@ -346,7 +346,7 @@ class Location(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     required_characters: Slugs = _msgspec.field(name="requiredCharacters")
     "Ids of the characters always present here, each the id of one of the package's characters."
     connections: Slugs
-    "Ids of the locations of the same act the player can travel to from here, one way, as written. Every location of the act is reachable from its first location by following connections."
+    "Ids of the locations of the same act the player can travel to from here, one way, as written. Every location of the act is reachable from its first location by following connections; in an act that ends by its progression alone (no doom clock, no climax event), every location also leads back to the first, so that no player is stranded."
     mood: Slug
     "The key of the location's music in `assets.music`, which holds it."
     ambient_detail: Line | _msgspec.UnsetType = _msgspec.field(
@@ -356,7 +356,7 @@ class Location(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     encounters: (
         _typing.Annotated[list[Encounter], _msgspec.Meta(max_length=24)] | _msgspec.UnsetType
     ) = _msgspec.UNSET
-    "The encounters the Director may pick here; at least one. Optional in the schema only so that older packages stay readable: the rules require one. A location with neither encounters nor connections is a placeholder the node web never filled."
+    "The encounters the Director may pick here; at least one. Optional in the schema only so that older packages stay readable: the rules require one. A location with neither encounters nor connections is a placeholder the node web never filled. Two encounters or more do not all share one `pacing.focus`: the seed asks each location to mix dialogue_and_worldbuilding with tension_and_action, and a location of one encounter, or a quiet one of standard beside dialogue, is the author's choice, so only a pool of one pace is refused."
     callbacks: Lines | _msgspec.UnsetType = _msgspec.UNSET
     "Earlier story elements worth referring back to here."
     beats: _typing.Annotated[list[Beat], _msgspec.Meta(max_length=24)] | _msgspec.UnsetType = (
@@ -651,7 +651,7 @@ class Act(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     sandbox_locations: _typing.Annotated[
         list[Location], _msgspec.Meta(max_length=24, min_length=1)
     ] = _msgspec.field(name="sandboxLocations")
-    "The act's locations; at least one. The first is the act's start."
+    "The act's locations; at least one. The first is the act's start. The act can always end in play whatever was chosen before: it has an inevitable event that forces the climax; or a doom clock and, at every location, a connection or a repeatable encounter that can always be played (every choice advances the clock); or a progression tracker that the encounters that can always be played reach (no flag any encounter sets excludes them, and their prerequisites are set in the same act: a flag of an earlier act may have been missed)."
     scenario_world_info: (
         _typing.Annotated[list[WorldInfo], _msgspec.Meta(max_length=40)] | _msgspec.UnsetType
     ) = _msgspec.field(default=_msgspec.UNSET, name="scenarioWorldInfo")
@@ -776,7 +776,7 @@ class StoryActOutline(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
 
 
 class StoryPackage(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A complete sandbox visual novel, assembled when planning is finalized: premise, characters, acts of connected locations with pools of encounters, and the generated assets. At play time a hidden Director picks encounters from the pools by flags, progression and pacing, so encounters must work in any order. Decisions: ids are lower-case slugs; `language` defaults to `en`; `beats` on a location is a legacy field kept only so that older packages stay readable; `_note` is accepted at the top as a note for humans. Beyond the schema, the story package's rules check the whole story, as finalizing does: references resolve, every location has encounters and is reachable from its act's start, every prerequisite flag can be set, each act's progression is reachable by more than one path, doom-clock thresholds increase, and no encounter is a dead end (each field below says what it must satisfy)."""
+    """A complete sandbox visual novel, assembled when planning is finalized: premise, characters, acts of connected locations with pools of encounters, and the generated assets. At play time a hidden Director picks encounters from the pools by flags, progression and pacing, so encounters must work in any order. Decisions: ids are lower-case slugs; `language` defaults to `en`; `beats` on a location is a legacy field kept only so that older packages stay readable; `_note` is accepted at the top as a note for humans. Beyond the schema, the story package's rules check the whole story, as finalizing does: references resolve, every location has encounters and is reachable from its act's start, every prerequisite flag can be set, each act's progression is reachable by more than one path, doom-clock thresholds increase, no encounter is a dead end, ids are unique, a location's encounters do not all share one pacing focus, and every act can always end in play, whatever was chosen before (each field below says what it must satisfy)."""
 
     id: Uuid
     "The package's UUID, assigned when planning starts."

@@ -108,7 +108,12 @@ def package() -> Document:
                     prerequisites=["saw_entry"],
                     requiredCharacters=["tomas"],
                 ),
-                encounter("enc_fog", type="atmospheric", repeatable=True),
+                encounter(
+                    "enc_fog",
+                    type="atmospheric",
+                    repeatable=True,
+                    pacing={"expectedFrames": 3, "focus": "dialogue_and_worldbuilding"},
+                ),
             ],
         ),
     ]

@@ -516,6 +516,7 @@ def test_progression_that_a_flag_can_exclude_is_not_counted_on() -> None:
     lamp, harbour = act["sandboxLocations"]
     study = copy.deepcopy(lamp["encounters"][0])
     study |= {"id": "enc_study", "potentialFlags": [], "priority": "normal"}
+    study["pacing"] = {"expectedFrames": 4, "focus": "tension_and_action"}
     lamp["encounters"].append(study)
     for encounter in (study, harbour["encounters"][0]):
         encounter["excludeIfFlags"] = ["second_light_known"]  # which Tomas's arc sets
@@ -539,6 +540,8 @@ def test_progression_resting_on_an_earlier_acts_flag_is_not_counted_on() -> None
     drip |= {"repeatable": False, "excludeIfFlags": []}
     needs = [copy.deepcopy(drip) | {"id": f"enc_needs_{n}", "prerequisites": ["second_light_known"]}
              for n in (1, 2)]  # fmt: skip
+    for need in needs:
+        need["pacing"] = {"expectedFrames": 4, "focus": "tension_and_action"}
     cellar["encounters"] += needs
     _refused_and_stuck(
         document,
@@ -575,6 +578,21 @@ def test_ids_a_playthrough_names_are_unique() -> None:
         ("/plot/acts/1/sandboxLocations/0/encounters/0/id",
          '"enc_new_entry" is already the id of an encounter: ids are unique'),
     ]  # fmt: skip
+
+
+def test_a_location_of_one_pace_is_refused() -> None:
+    document = copy.deepcopy(EXAMPLE)
+    lamp = document["plot"]["acts"][0]["sandboxLocations"][0]
+    second = copy.deepcopy(lamp["encounters"][0]) | {"id": "enc_logbook", "priority": "normal"}
+    lamp["encounters"].append(second)  # two encounters, both of the focus "standard"
+    assert [(v.pointer, v.message) for v in violations(STORY_PACKAGE, document)] == [
+        (f"{ACT}/sandboxLocations/0/encounters",
+         'gives every encounter the focus "standard": a location\'s pool varies its pacing '
+         "(the seed mixes dialogue_and_worldbuilding with tension_and_action), so give one of "
+         "them another focus"),
+    ]  # fmt: skip
+    second["pacing"]["focus"] = "dialogue_and_worldbuilding"  # quiet, as upstream's reading room
+    assert violations(STORY_PACKAGE, document) == ()
 
 
 def test_the_upstream_package_plays_to_an_end_by_any_choices(upstream: Path) -> None:

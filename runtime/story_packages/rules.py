@@ -39,6 +39,13 @@ for any package, every problem with its pointer:
   `potentialFlags` and `givesProgression`; the schema keeps both optional,
   since ambient filler has neither, and this rule asks for one of the three.
 
+- Varied pacing: a location with two encounters or more does not give them
+  all one `pacing.focus`. The seed asks each location to mix
+  `dialogue_and_worldbuilding` with `tension_and_action`; a location of one
+  encounter cannot, and a quiet one (`standard` beside dialogue, as the
+  upstream package's reading room) is the author's choice, so what is
+  refused is a pool of one pace.
+
 What playing a package (`story play`, `play.py`) needs besides; the second
 was found by playing random finalized packages until a state had no way
 forward:
@@ -155,6 +162,7 @@ def _story_package(value: Any) -> Iterator[Violation]:
     yield from _dead_ends(story)
     yield from _unique_ids(story)
     yield from _ways_to_end(story)
+    yield from _pacing(story)
 
 
 def _read(package: dict[str, Any]) -> _Story:
@@ -707,6 +715,29 @@ def _always_playable(encounters: list[dict[str, Any]], settable: set[str]) -> li
 
 STORY_PACKAGE_RULES = Rules(STORY_PACKAGE.name, "the story package's rules", _story_package)
 "What finalizing a package checks beyond its schema."
+
+
+# Pacing -------------------------------------------------------------------------------
+
+
+def _pacing(story: _Story) -> Iterator[Violation]:
+    for act in story.acts:
+        for _, where, location in act.locations:
+            focuses = {
+                pacing["focus"]
+                for encounter in _list(location.get("encounters"))
+                if isinstance(encounter, dict)
+                and isinstance(pacing := encounter.get("pacing"), dict)
+                and isinstance(pacing.get("focus"), str)
+            }
+            counted = sum(1 for e in _list(location.get("encounters")) if isinstance(e, dict))
+            if counted >= 2 and len(focuses) == 1:
+                yield Violation(
+                    f"{where}/encounters",
+                    f"gives every encounter the focus {shown(focuses.pop())}: a location's "
+                    "pool varies its pacing (the seed mixes dialogue_and_worldbuilding with "
+                    "tension_and_action), so give one of them another focus",
+                )
 
 
 # A playthrough ----------------------------------------------------------------------
