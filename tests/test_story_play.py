@@ -554,6 +554,16 @@ def test_progression_resting_on_an_earlier_acts_flag_is_not_counted_on() -> None
     )  # fmt: skip
 
 
+def test_progression_no_play_reaches_is_said_once() -> None:
+    document = _without_other_ends(copy.deepcopy(EXAMPLE))
+    document["plot"]["acts"][0]["globalProgression"]["requiredValue"] = 9
+    assert [(v.pointer, v.message) for v in violations(STORY_PACKAGE, document)] == [
+        (f"{ACT}/globalProgression/requiredValue",
+         "is 9, but the act's encounters give 3 in all (1 of it from character arcs): "
+         "the act can never be completed"),
+    ]  # fmt: skip
+
+
 def test_a_doom_clock_that_can_stop_is_refused() -> None:
     document = _two_acts()
     cellar = document["plot"]["acts"][1]["sandboxLocations"][0]
