@@ -805,7 +805,7 @@ def _act_can_end(package: StoryPackage, state: StoryPlaythrough, budget: int = 4
 
 
 @settings(
-    max_examples=examples_at_most(300),
+    max_examples=examples_at_most(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
