@@ -67,10 +67,11 @@ def encounters(node: str) -> dict[str, Any]:
             "title": f"{node.title()} {number}",
             "description": "Something happens.",
             "type": "discovery",
-            "pacing": {"expectedFrames": 6, "focus": "standard"},
+            "pacing": {"expectedFrames": 6, "focus": focus},
             "givesProgression": 1,
         }
-        for number in (1, 2)
+        # A location's pool varies its pacing (the package's rules).
+        for number, focus in ((1, "dialogue_and_worldbuilding"), (2, "tension_and_action"))
     ]
     return call("draftNodeEncounters", actId="act_1", nodeId=node, encounters=made)
 
@@ -291,9 +292,9 @@ def test_the_prompt_keeps_the_last_calls_and_the_story_so_far() -> None:
 # story drive ----------------------------------------------------------------------------------
 
 
-def test_a_drive_co_writes_a_package_and_prints_each_call_then_it() -> None:
+def test_a_drive_co_writes_a_package_and_prints_each_call_then_it(tmp_path: Path) -> None:
     with server_of(STORY) as server:
-        status, lines, stderr = drive(server, PREMISE)
+        status, lines, stderr = drive(server, PREMISE, "--out", str(tmp_path))
     assert status == 0, stderr
     *calls, last = lines
     assert [each["call"] for each in calls] == list(range(1, len(STORY) + 1))
@@ -304,6 +305,8 @@ def test_a_drive_co_writes_a_package_and_prints_each_call_then_it() -> None:
     package = decode(STORY_PACKAGE, json.dumps(last["package"]))  # the schema and the rules
     assert package.id == calls[0]["session"]
     assert len(server.requests) == len(STORY)
+    saved = tmp_path / f"{package.id}.json"  # --out
+    assert json.loads(saved.read_bytes()) == last["package"]
 
 
 def test_a_refusal_is_read_back_and_the_model_corrects_the_call() -> None:
@@ -473,6 +476,7 @@ def test_the_model_stopping_keeps_the_calls_made(tmp_path: Path) -> None:
             'no draft "00000000-0000-4000-8000-000000000000" in ',
         ),
         (["--db", "{tmp}", PREMISE], "cannot be used as a story database"),
+        ([PREMISE, "--out", "{tmp}/missing"], "missing: not an existing folder"),
     ],
 )
 def test_the_drive_command_refuses_a_bad_command_line(

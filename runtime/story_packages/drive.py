@@ -5,7 +5,8 @@
 model choose each call (`agent.Driver`), printing one NDJSON line per call as
 `story run` does, then the package once finalized; `--db PATH` keeps the
 draft after every successful call, and `--db PATH --session ID` goes on with
-a draft saved there, the model reading the story so far from it.
+a draft saved there, the model reading the story so far from it; `--out DIR`
+saves the finalized package as `DIR/<package id>.json`.
 """
 
 from __future__ import annotations
@@ -93,6 +94,12 @@ def add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="ID",
         help="go on with the draft saved in --db under this id (its package id)",
     )
+    drive.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="an existing folder where the finalized package is saved as <package id>.json",
+    )
     add_model_options(drive, seed="seed of the sampling")
     drive.set_defaults(run=_drive)
 
@@ -107,6 +114,8 @@ def _drive_with(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("--session needs --db: drafts are kept only in a database")
     if args.session is None and args.premise is None:
         raise UsageError("a PREMISE is needed to start a story (or --db and --session to go on)")
+    if args.out is not None and not args.out.is_dir():
+        raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     with ExitStack() as stack:
         drive = _opened(args, stack)
         require_extra(writer_extra(args), "story drive")
@@ -165,8 +174,8 @@ def _opened(args: argparse.Namespace, stack: ExitStack) -> Drive:
             raise UsageError(str(error)) from None
     try:
         if store is None or args.session is None:
-            return Drive.started(args.premise, DraftSession(store=store))
-        session = DraftSession.resume(store, _session_id(args.session))
+            return Drive.started(args.premise, DraftSession(store=store, packages=args.out))
+        session = DraftSession.resume(store, _session_id(args.session), packages=args.out)
         if args.premise is not None:
             return Drive.started(args.premise, session)
         return Drive.resumed(session)
