@@ -182,6 +182,11 @@ def test_the_doom_clock_forces_the_climax_and_play_goes_on_to_the_next_act() -> 
     assert [act.id for act in state.acts] == ["act_1", "act_2"]
     assert state.location == "loc_cellar"
     assert state.ended is msgspec.UNSET
+    assert happenings(package, start(package), state) == [
+        "Fog Density reaches 3: The foghorn starts by itself.",
+        "Fog Bank ends (Fog Density full: the climax is forced)",
+        "Undertow begins: Survive the night",
+    ]
     before = state
     state = _play_from(package, state, "enc_drip")
     assert happenings(package, before, state) == ["Tide reaches 1: Water in the cellar."]
@@ -373,6 +378,19 @@ def test_state_keeps_the_playthrough_and_resumes_it(package_file: Path, tmp_path
     assert first["state"]["played"] == {"enc_new_entry": 1}  # resumed where it was left
     assert decode(STORY_PLAYTHROUGH, kept.read_bytes()).ended == "progression"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+def test_a_playthrough_that_has_ended_is_shown_and_plays_no_more(
+    package_file: Path, tmp_path: Path
+) -> None:
+    kept = tmp_path / "play.json"
+    ended = _play(EXAMPLE_PACKAGE, "evt_ship_sighted")
+    kept.write_bytes(msgspec.json.encode(ended))
+    done = cli("story", "play", str(package_file), "--state", str(kept), stdin='{"choose": 1}\n')
+    assert done.returncode == 0, done.stderr
+    [record] = _records(done.stdout)
+    assert record["state"]["ended"] == "climax"
+    assert record["offered"] == []
 
 
 def test_a_state_of_another_package_or_no_playthrough_is_one_line_exit_2(
