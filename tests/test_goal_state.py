@@ -37,6 +37,7 @@ from plancontracts.runtime.goal_plans import (
     Person,
     PlanningSystem,
     TooManyGoals,
+    action_messages,
 )
 from plancontracts.runtime.goal_plans import commands as goal_commands
 
@@ -398,3 +399,22 @@ def test_two_runs_on_one_state_take_turns_and_lose_no_event(tmp_path: Path) -> N
     saved = decode(GOAL_PLANNING_SYSTEM, state.read_bytes())
     # The second run went on from the first's state: every goal, in turn.
     assert [goal.description for goal in saved.goals] == [f"Goal {n}" for n in range(4)]
+
+
+def test_the_action_prompt_of_a_saved_simulation(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    assert simulate("-", "--state", str(state), stdin=ndjson(*FIRST)).returncode == 0
+    done = cli("goals", "prompt", "--state", str(state))
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(done.stdout)
+    person = Person.from_contract(decode(GOAL_PLANNING_SYSTEM, state.read_bytes()), GoalPlanner())
+    assert messages == action_messages(person.system, person.context)
+    lines = messages[1]["content"].splitlines()
+    assert "- hunger: 30% satisfied" in lines  # what the saved context holds
+    directive = person.system.directive()
+    assert directive is not None
+    assert "Step 2 of 2" in directive
+    assert lines.index("- location: home") < lines.index(directive) < lines.index("Goals:")
+    missing = cli("goals", "prompt", "--state", str(tmp_path / "none.json"))
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert "none.json: no such file" in missing.stderr

@@ -7,7 +7,8 @@ active plans; with `--state FILE` the simulation goes on from the
 `goal-planning-system` document FILE holds, and is written back to it after
 every event. `goals stats FILE` counts what a saved simulation (any
 `goal-planning-system` document) has done, as jenbina's `get_planning_stats`
-did. `goals normalize FILE` repairs a model's answer as the upstream
+did, and `goals prompt --state FILE` prints the action decision's prompt for
+it. `goals normalize FILE` repairs a model's answer as the upstream
 tolerated it, reporting every repair. `goals plan GOAL` prints one plan for
 one goal.
 
@@ -86,7 +87,7 @@ from ..core.jsontext import parse
 from ..core.stored import current_document, upgraded_if_old
 from ..core.validation import convert, decode, parse_document
 from .agent import GoalPlanner
-from .prompts import Circumstances, PlanRequest
+from .prompts import Circumstances, PlanRequest, action_messages
 from .repairs import ABSENT, Normalized, normalize_output
 from .session import HORIZONS, PlanningSystem
 from .simulation import CycleReport, Person
@@ -153,6 +154,23 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_max_bytes(stats)
     stats.set_defaults(run=_stats)
+    prompt = group.add_parser(
+        "prompt",
+        help="print the action decision's prompt for a saved simulation, as JSON chat messages",
+    )
+    prompt.add_argument(
+        "--state",
+        metavar="FILE",
+        required=True,
+        help="the state file of goals simulate --state, read as a simulation reads it",
+    )
+    prompt.add_argument(
+        "--horizon",
+        metavar="H[,H...]",
+        help="the horizon (short, mid, long) of every goal, or of each goal in order, of a "
+        "state jenbina's to_dict wrote (default: short)",
+    )
+    prompt.set_defaults(run=_prompt)
     normalize = group.add_parser(
         "normalize",
         help="repair what the upstream tolerated in a model's plan answer, reporting each repair",
@@ -348,9 +366,7 @@ def _stats(args: argparse.Namespace, out: Output) -> int:
     if (args.file is None) == (args.state is None):
         raise UsageError("give one FILE, or --state FILE")
     if args.state is not None:
-        if not os.path.lexists(args.state):  # counting a new simulation would hide a typo
-            raise UsageError(f"--state {label(args.state)}: no such file")
-        state = _read_state(args.state, args.horizon, write=False)
+        state = _saved(args.state, args.horizon)
     else:
         try:
             with opened(args.file) as stream:
@@ -374,6 +390,24 @@ def _stats(args: argparse.Namespace, out: Output) -> int:
             complain(f"{label(args.file)}: {error}")
             return EXIT_INVALID
     out.write(msgspec.json.encode(planning_stats(state)).decode() + "\n")
+    return EXIT_OK
+
+
+def _saved(name: str, horizon: str | None) -> GoalPlanningSystem:
+    """The simulation saved in file `name`, read and never written (see `_read_state`).
+
+    Raises UsageError when there is no such file: a simulation's counts or
+    prompt are asked of one that exists, and a new one would hide a typo.
+    """
+    if not os.path.lexists(name):
+        raise UsageError(f"--state {label(name)}: no such file")
+    return _read_state(name, horizon, write=False)
+
+
+def _prompt(args: argparse.Namespace, out: Output) -> int:
+    person = Person.from_contract(_saved(args.state, args.horizon), GoalPlanner())
+    messages = action_messages(person.system, person.context)
+    out.write(msgspec.json.encode(messages).decode() + "\n")
     return EXIT_OK
 
 
