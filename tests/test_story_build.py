@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,10 @@ import msgspec
 import pytest
 import trio
 from commands import cli, without_a_model
-from hypothesis import find, given, settings
+from hypothesis import assume, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from local_servers import conforming, model_server
 from schema_strategies import valid_documents
 from tiers import examples_at_most
 from writers import WrittenWhole
@@ -29,6 +31,7 @@ from writers import WrittenWhole
 from plancontracts import STORY_PACKAGE, decode
 from plancontracts.generated.story_packages import AssetFile
 from plancontracts.pytest_plugin import PromptSnapshot
+from plancontracts.runtime.core.contracts import contract_schema
 from plancontracts.runtime.core.errors import AssetGenerationError
 from plancontracts.runtime.core.validation import convert, violations
 from plancontracts.runtime.model.chat import Message, render_chat
@@ -42,7 +45,13 @@ from plancontracts.runtime.story_packages import (
     DraftStore,
     checked_premise,
 )
-from plancontracts.runtime.story_packages.profiles import ENCOUNTERS, pipeline_length
+from plancontracts.runtime.story_packages.profiles import (
+    ACTS,
+    ENCOUNTERS,
+    LOCATIONS,
+    Shape,
+    pipeline_length,
+)
 
 PREMISE = "A keeper finds a logbook of ships not yet sailed."
 PIPELINE = [
@@ -113,14 +122,20 @@ def built(writer: Any, **options: Any) -> Build:
 # A pipeline takes about half a second to draw: a hundred of them at most, whatever the profile.
 @pytest.mark.slow  # even the fast tier's thirty pipelines take seconds
 @settings(max_examples=examples_at_most(100))
-@given(data=st.data(), acts=st.integers(1, 2), locations=st.integers(2, 3))
+@given(
+    data=st.data(),
+    acts=st.integers(1, 2),
+    locations=st.integers(LOCATIONS[0], 4),
+    encounters=st.integers(ENCOUNTERS[0], 3),
+)
 def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accepts(
-    data: st.DataObject, acts: int, locations: int
+    data: st.DataObject, acts: int, locations: int, encounters: int
 ) -> None:
+    assume(locations * encounters >= 2)  # an act of one encounter is refused (below)
     # Each call is checked against its tool's contract before it is made (ProfileBug if not).
-    build = built(drawn(data), acts=acts, locations=locations)
+    build = built(drawn(data), acts=acts, locations=locations, encounters=encounters)
     assert all(call.result.ok for call in build.calls), [c.result.message for c in build.calls]
-    assert len(build.calls) == pipeline_length(acts, locations)
+    assert len(build.calls) == pipeline_length(Shape(acts, locations, encounters))
     package = build.package
     assert package is not None
     document = msgspec.to_builtins(package)
@@ -129,7 +144,7 @@ def test_any_pipeline_of_calls_the_profiles_allow_makes_a_package_finalize_accep
         assert len(act.sandbox_locations) == locations
         for location in act.sandbox_locations:
             assert isinstance(location.encounters, list)
-            assert len(location.encounters) == ENCOUNTERS
+            assert len(location.encounters) == encounters
 
 
 @pytest.mark.slow  # twenty whole pipelines, even in the fast tier
@@ -170,14 +185,29 @@ def test_a_premise_is_not_empty_nor_longer_than_its_contracts(text: str, message
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"acts": 0}, "1 to 3 acts, not 0"),
-        ({"locations": 4}, "2 to 3 locations, not 4"),
+        ({"acts": 0}, "a package has 1 to 8 acts (story-package's plot.acts), not 0"),
+        ({"acts": 9}, "1 to 8 acts (story-package's plot.acts), not 9"),
+        ({"locations": 25}, "an act has 1 to 24 locations (story-package's sandboxLocations)"),
+        ({"encounters": 0}, "a location has 1 to 24 encounters (story-node-encounters' "),
+        ({"locations": 1, "encounters": 1}, "an act needs 2 encounters or more in all"),
         ({"max_calls": 0}, "at least 1 call, not 0"),
     ],
 )
 def test_a_build_refuses_sizes_out_of_range(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         built(Drawing(simplest), **options)
+
+
+def test_a_builds_sizes_are_the_schemas_bounds() -> None:
+    package = contract_schema("story-package")["$defs"]
+    pool = contract_schema("story-node-encounters")["properties"]["encounters"]
+    for sizes, schema in (
+        (ACTS, package["Plot"]["properties"]["acts"]),
+        (LOCATIONS, package["Act"]["properties"]["sandboxLocations"]),
+        (ENCOUNTERS, pool),
+    ):
+        assert (sizes[0], sizes[-1]) == (schema["minItems"], schema["maxItems"])
+    assert Shape() == Shape(acts=1, locations=2, encounters=2)  # the build's defaults
 
 
 # Refusals, repairs and running out of calls ----------------------------------------------
@@ -334,11 +364,31 @@ def test_the_build_command_prints_each_call_and_says_why_there_is_no_package(
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a stub server finds the simplest document of each of eleven profiles
+def test_the_build_command_makes_the_shape_asked_for() -> None:
+    shape = ["--acts", "1", "--locations-per-act", "3", "--encounters-per-location", "3"]
+    with model_server(conforming) as server:
+        done = cli("story", "build", PREMISE, *shape, "--server", server.url)
+    assert done.returncode == 0, done.stderr
+    *calls, last = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(calls) == pipeline_length(Shape(1, 3, 3))
+    package = decode(STORY_PACKAGE, json.dumps(last["package"]))  # the schema and the rules
+    (act,) = package.plot.acts
+    assert [len(each.encounters or ()) for each in act.sandbox_locations] == [3, 3, 3]
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
         (["  "], "the premise is empty"),
-        ([PREMISE, "--acts", "4"], "argument --acts: must be 1 to 3: 4"),
+        ([PREMISE, "--acts", "9"], "a package has 1 to 8 acts (story-package's plot.acts), not 9"),
+        ([PREMISE, "--locations-per-act", "25"], "1 to 24 locations (story-package's "),
+        ([PREMISE, "--encounters-per-location", "0"], "1 to 24 encounters (story-node-"),
+        (
+            [PREMISE, "--locations-per-act", "1", "--encounters-per-location", "1"],
+            "an act needs 2 encounters or more in all",
+        ),
+        ([PREMISE, "--acts", "two"], "argument --acts: invalid int value: 'two'"),
         ([PREMISE, "--max-calls", "0"], "argument --max-calls: must be 1 to 100: 0"),
         ([PREMISE, "--out", "/nonexistent/folder"], "not an existing folder"),
     ],

@@ -8,27 +8,35 @@ beyond the schema), `tools` (the eight tools, read from their contracts),
 `session` (`DraftSession`: one draft, saved after every call), `handlers`
 (each tool's checks and change of the draft), `profiles` (the build's
 steps and what each call writes), `prompts` (what the model reads before a
-call), `agent` (the `Builder`: the model building a package) and `commands`
-(`story run`, `graph`, `build`); beside them, `drafts` (a draft's copy to
-change, the package it makes), `storage` (drafts and packages in SQLite,
-packages as files), `assets` (the hook that makes images and music) and
-`graph` (a package drawn for review).
+call), `agent` (the `Builder`: the model building a package; the `Driver`:
+the model co-writing one, choosing each call) and `commands` (`story run`,
+`graph`, `build`); beside them, `drive` (`story drive`, `story tools`),
+`drafts` (a draft's copy to change, the package it makes), `storage` (drafts and packages in SQLite,
+packages as files), `assets` (the hook that makes images and music, and
+where a served asset's file is), `asset_files` (the hook that writes them:
+placeholders or the user's command), `clear` (`story clear`) and `graph`
+(a package drawn for review), `play` (a finished package played, in pure
+functions) and `playing` (`story play`).
 """
 
-from ..core.errors import AssetGenerationError, StoreError
-from .agent import Build, Builder, checked_premise
-from .assets import AssetHook, AssetRequest, RecordingAssets
+from ..core.errors import AssetGenerationError, PlayRefused, StoreError
+from .agent import Build, Builder, Drive, Driver, checked_premise
+from .asset_files import AssetCommand, FileAssets
+from .assets import AssetHook, AssetRequest, RecordingAssets, asset_file, missing_assets
 from .graph import FORMATS, dot, mermaid, picture
-from .rules import RULES, STORY_PACKAGE_RULES
+from .play import Offer, choose, happenings, offered, package_hash, resolve, resumed, start
+from .rules import RULES, STORY_PACKAGE_RULES, STORY_PLAYTHROUGH_RULES
 from .session import DraftSession
 from .storage import DraftStore, read_package, write_package
-from .tools import TOOLS
+from .tools import TOOLS, tool_definitions
 
 __all__ = [
     "FORMATS",
     "RULES",
     "STORY_PACKAGE_RULES",
+    "STORY_PLAYTHROUGH_RULES",
     "TOOLS",
+    "AssetCommand",
     "AssetGenerationError",
     "AssetHook",
     "AssetRequest",
@@ -36,12 +44,27 @@ __all__ = [
     "Builder",
     "DraftSession",
     "DraftStore",
+    "Drive",
+    "Driver",
+    "FileAssets",
+    "Offer",
+    "PlayRefused",
     "RecordingAssets",
     "StoreError",
+    "asset_file",
     "checked_premise",
+    "choose",
     "dot",
+    "happenings",
     "mermaid",
+    "missing_assets",
+    "offered",
+    "package_hash",
     "picture",
     "read_package",
+    "resolve",
+    "resumed",
+    "start",
+    "tool_definitions",
     "write_package",
 ]

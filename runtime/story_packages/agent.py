@@ -25,12 +25,15 @@ draft so that the package holds together by construction:
 - references are enums of what exists: the characters proposed so far,
   and as prerequisites the flags that encounters drafted by earlier calls
   set (none while there are none);
-- location i connects to location i + 1, so every location is reachable
-  from the act's first; other connections are the model's choice;
-- each location gets `ENCOUNTERS` encounters, each giving 1 to
-  `MAX_PROGRESSION`, and the act's required progress is at most one less
-  than the number of its encounters: the act can be completed without any
-  one of them, so by more than one path, and no encounter is a dead end.
+- location i connects to location i + 1, and the last to the first, so
+  every location is reachable from the act's first and leads back to it;
+  one other connection at most is the model's choice;
+- the package's shape is the caller's (`profiles.Shape`: acts, locations
+  an act, encounters a location, each within its schema's bounds); each
+  encounter gives 1 to `MAX_PROGRESSION`, and the act's required progress
+  is at most one less than the number of its encounters: the act can be
+  completed without any one of them, so by more than one path, and no
+  encounter is a dead end.
 
 A call whose every field the code fills (`finalizePackage`) is made without
 the model. Each call the model writes is checked against its tool's
@@ -75,8 +78,7 @@ from ..core.sessions import CallResult, ToolCall
 from ..core.validation import convert
 from ..model.writer import Writer, say_on_stderr
 from .profiles import (
-    LOCATIONS,
-    MAX_ACTS,
+    Shape,
     Step,
     drive_profile,
     pipeline_length,
@@ -105,10 +107,10 @@ CALL_TOKENS = 800
 "Enough for the longest call a profile allows."
 SPARE_CALLS = 4
 "Calls a build has beyond its pipeline by default, for refusals and repairs."
-DRIVE_CALLS = pipeline_length(1, LOCATIONS[0]) + SPARE_CALLS
-"The calls a drive makes by default: the smallest story's pipeline, and spares for refusals."
-MAX_DRIVE_CALLS = pipeline_length(MAX_ACTS, LOCATIONS[-1]) * 4
-"""The most calls one drive may be given: the largest build's pipeline, four times over.
+DRIVE_CALLS = pipeline_length(Shape()) + SPARE_CALLS
+"The calls a drive makes by default: a build's of the default shape, and spares for refusals."
+MAX_DRIVE_CALLS = 100
+"""The most calls one drive may be given, as a build's `--max-calls`: a three-act story.
 
 The model reads only its last calls (`prompts.RECENT_CALLS`), so the bound is
 one of time, not of context; a story longer still is driven again with
@@ -145,36 +147,30 @@ class Builder:
         self,
         premise: str,
         *,
-        acts: int = 1,
-        locations: int = LOCATIONS[0],
+        acts: int = Shape.acts,
+        locations: int = Shape.locations,
+        encounters: int = Shape.encounters,
         max_calls: int | None = None,
         seed: int | None = None,
         on_call: Callable[[ToolCall[StoryDraft]], None] | None = None,
         session: DraftSession | None = None,
     ) -> Build:
-        """Build a package of `premise` with `acts` acts of `locations` locations each.
+        """Build a package of `premise`: `acts` acts of `locations` locations of `encounters` each.
 
         At most `max_calls` calls are made (default: the pipeline's, plus
         `SPARE_CALLS`); `on_call` is told of each as soon as it is made.
         `session` is where the draft is kept (default: a new one that saves
         nothing); it must hold no premise yet. The model writes in a worker
         thread: cancelling stops it at its next token. Raises ValueError for
-        an empty or too long premise, `acts` outside 1 to `MAX_ACTS`,
-        `locations` outside `LOCATIONS`, `max_calls` below 1 or a session
-        that has a premise; GenerationFailed when the model writes no
+        an empty or too long premise, a size outside its schema's bounds
+        (`Shape.checked`), `max_calls` below 1 or a session that has a
+        premise; GenerationFailed when the model writes no
         call that is accepted, after one re-ask with its violations (the
         prompt outgrew the model's context, say).
         """
         premise = checked_premise(premise)
-        if not 1 <= acts <= MAX_ACTS:
-            raise ValueError(f"a build makes 1 to {MAX_ACTS} acts, not {acts}")
-        if locations not in LOCATIONS:
-            raise ValueError(
-                f"an act has {LOCATIONS[0]} to {LOCATIONS[-1]} locations, not {locations}"
-            )
-        calls = (
-            max_calls if max_calls is not None else pipeline_length(acts, locations) + SPARE_CALLS
-        )
+        shape = Shape(acts, locations, encounters).checked()
+        calls = max_calls if max_calls is not None else pipeline_length(shape) + SPARE_CALLS
         if calls < 1:
             raise ValueError(f"a build makes at least 1 call, not {calls}")
         session = session if session is not None else DraftSession()
@@ -182,7 +178,7 @@ class Builder:
             raise ValueError("the session's draft has a premise already: a build starts one")
         build = Build(premise, session)
         refused: CallResult[StoryDraft] | None = None
-        for made in steps(premise, acts, locations):
+        for made in steps(premise, shape):
             refused = None
             while True:
                 if len(build.calls) >= calls:

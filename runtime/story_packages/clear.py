@@ -9,12 +9,11 @@ not hold is one line and exit 1.
 from __future__ import annotations
 
 import argparse
-import uuid
 from pathlib import Path
 
 from ..commandkit import EXIT_INVALID, EXIT_OK, Output, complain, label
 from ..core.errors import StoreError, UsageError, shown
-from .storage import DraftStore
+from .storage import DraftStore, session_id
 
 __all__ = ["add_clear"]
 
@@ -38,10 +37,7 @@ def add_clear(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _clear(args: argparse.Namespace, out: Output) -> int:
-    try:
-        session = str(uuid.UUID(args.session))
-    except ValueError:
-        raise UsageError(f"--session {shown(args.session)}: not a UUID") from None
+    session = session_id(args.session)
     where = label(str(args.db))
     if not args.db.exists():
         raise UsageError(f"--db {where}: no such file (a database is never made to be cleared)")

@@ -2,7 +2,8 @@
 
 `story run CALLS` applies NDJSON tool calls to one draft, in order, and
 prints one NDJSON line per call; `story build PREMISE` lets the local model
-make the calls, a whole package's worth. Nothing is written unless asked: `--db PATH`
+make the calls, a whole package's worth (`story drive` and `story tools`, in `drive`,
+let the model or an outside agent choose them). Nothing is written unless asked: `--db PATH`
 keeps the draft (saved after every successful call) and the finalized
 package in a SQLite database, `--session ID` goes on with a draft saved
 there, and `--out DIR` saves the finalized package as `DIR/<id>.json`.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import uuid
 from contextlib import ExitStack
 from functools import partial
 from itertools import islice
@@ -58,20 +58,24 @@ from ..core.errors import (
     StoreError,
     UsageError,
     Violation,
-    shown,
 )
 from ..core.rules import Rules
 from ..core.sessions import ToolCall
 from ..core.validation import convert, parse_document
+from .asset_files import ASSETS_OPTION, add_asset_options, asset_hook_from
+from .assets import AssetHook
+from .clear import add_clear
+from .drive import add_drive, add_tools
 from .graph import FORMATS, dot
+from .playing import add_play
 from .rules import STORY_PACKAGE_RULES
 from .session import DraftSession
-from .storage import DraftStore
+from .storage import DraftStore, session_id
 
 __all__ = ["RULES_OPTIONS", "register"]
 
-RULES_OPTIONS: tuple[RulesOption, ...] = ()
-"Story packages are judged by their schemas and their one set of rules: no option chooses others."
+RULES_OPTIONS: tuple[RulesOption, ...] = (ASSETS_OPTION,)
+"`validate story-package --assets DIR`: the one set of rules, and a file for every asset URL."
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -105,8 +109,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="an existing folder where the finalized package is saved as <package id>.json",
     )
     add_max_bytes(run, "a line")
+    add_asset_options(run)
     run.set_defaults(run=_run)
     _add_build(group)
+    add_drive(group)
+    add_tools(group)
+    add_clear(group)
 
     graph = group.add_parser(
         "graph",
@@ -127,6 +135,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_max_bytes(graph, "a package")
     graph.set_defaults(run=_graph)
+    add_play(group)
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
@@ -134,8 +143,9 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("--session needs --db: drafts are kept only in a database")
     if args.out is not None and not args.out.is_dir():
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    assets = asset_hook_from(args)
     with ExitStack() as stack:
-        session = _session(args, stack)
+        session = _session(args, stack, assets)
 
         def after() -> dict[str, str]:
             return {"session": session.draft.package_id}
@@ -143,24 +153,18 @@ def _run(args: argparse.Namespace, out: Output) -> int:
         return run_calls(args.calls, args.max_bytes, out, session, after)
 
 
-def _session(args: argparse.Namespace, stack: ExitStack) -> DraftSession:
+def _session(args: argparse.Namespace, stack: ExitStack, assets: AssetHook | None) -> DraftSession:
     """The session the calls go to: a new draft, or the one `--session` names in `--db`."""
     if args.db is None:
-        return DraftSession(packages=args.out)
+        return DraftSession(packages=args.out, assets=assets)
     try:
         store = stack.enter_context(DraftStore(args.db))
         if args.session is None:
-            return DraftSession(store=store, packages=args.out)
-        return DraftSession.resume(store, _session_id(args.session), packages=args.out)
+            return DraftSession(store=store, packages=args.out, assets=assets)
+        session = session_id(args.session)
+        return DraftSession.resume(store, session, packages=args.out, assets=assets)
     except StoreError as error:
         raise UsageError(str(error)) from None
-
-
-def _session_id(text: str) -> str:
-    try:
-        return str(uuid.UUID(text))
-    except ValueError:
-        raise UsageError(f"--session {shown(text)}: not a UUID") from None
 
 
 # graph --------------------------------------------------------------------------
@@ -272,7 +276,7 @@ MAX_BUILD_CALLS = 100
 
 def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .agent import SPARE_CALLS
-    from .profiles import LOCATIONS, MAX_ACTS
+    from .profiles import ACTS, ENCOUNTERS, LOCATIONS, Shape
 
     build = group.add_parser(
         "build",
@@ -282,13 +286,29 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     build.add_argument(
         "premise", metavar="PREMISE", type=user_text, help="the story in one or two sentences"
     )
-    build.add_argument(
-        "--acts",
-        type=bounded_int(1, MAX_ACTS),
-        default=1,
-        metavar="N",
-        help=f"how many acts, 1 to {MAX_ACTS} (default 1), each of {LOCATIONS[0]} locations",
-    )
+    # The schemas bound each size; `Shape.checked` refuses one past its bound, naming it.
+    for option, sizes, default, what in (
+        ("--acts", ACTS, Shape.acts, "acts (story-package's plot.acts)"),
+        (
+            "--locations-per-act",
+            LOCATIONS,
+            Shape.locations,
+            "locations an act (story-package's sandboxLocations)",
+        ),
+        (
+            "--encounters-per-location",
+            ENCOUNTERS,
+            Shape.encounters,
+            "encounters a location (story-node-encounters' encounters)",
+        ),
+    ):
+        build.add_argument(
+            option,
+            type=int,
+            default=default,
+            metavar="N",
+            help=f"how many {what}, {sizes[0]} to {sizes[-1]} (default {default})",
+        )
     build.add_argument(
         "--max-calls",
         type=bounded_int(1, MAX_BUILD_CALLS),
@@ -310,6 +330,7 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="an existing folder where the finalized package is saved as <package id>.json",
     )
     add_model_options(build, seed="seed of the sampling")
+    add_asset_options(build)
     build.set_defaults(run=_build)
 
 
@@ -322,14 +343,16 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
     require_extra(writer_extra(args), "story build")
     from ..model.choice import load_writer
     from .agent import SPARE_CALLS, Builder, checked_premise
-    from .profiles import LOCATIONS, pipeline_length
+    from .profiles import Shape, pipeline_length
 
     try:
         premise = checked_premise(args.premise)
+        shape = Shape(args.acts, args.locations_per_act, args.encounters_per_location).checked()
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.out is not None and not args.out.is_dir():
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    assets = asset_hook_from(args)
     with ExitStack() as stack:
         store = None
         if args.db is not None:
@@ -337,7 +360,7 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
                 store = stack.enter_context(DraftStore(args.db))
             except StoreError as error:
                 raise UsageError(str(error)) from None
-        session = DraftSession(store=store, packages=args.out)
+        session = DraftSession(store=store, packages=args.out, assets=assets)
         progress = current_progress()
         with progress.doing("loading the model"):
             builder = Builder(load_writer(model_choice(args), needs="a story build needs one"))
@@ -345,7 +368,7 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
         # The build's own bound when --max-calls is not given (`Builder.build`).
         calls = args.max_calls
         if calls is None:
-            calls = pipeline_length(args.acts, LOCATIONS[0]) + SPARE_CALLS
+            calls = pipeline_length(shape) + SPARE_CALLS
         progress.call(1, calls)
 
         def printed(call: ToolCall[StoryDraft]) -> None:
@@ -358,7 +381,9 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
         work = partial(
             builder.build,
             premise,
-            acts=args.acts,
+            acts=shape.acts,
+            locations=shape.locations,
+            encounters=shape.encounters,
             max_calls=args.max_calls,
             seed=args.seed,
             on_call=printed,

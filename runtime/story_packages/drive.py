@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import uuid
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
@@ -37,11 +36,13 @@ from ..commandkit import (
     writer_extra,
 )
 from ..commandkit.progress import current_progress, showing_progress
-from ..core.errors import GenerationFailed, StoreError, UsageError, shown
+from ..core.errors import GenerationFailed, StoreError, UsageError
 from ..core.sessions import ToolCall
 from .agent import DRIVE_CALLS, MAX_DRIVE_CALLS, Drive
+from .asset_files import add_asset_options, asset_hook_from
+from .assets import AssetHook
 from .session import DraftSession
-from .storage import DraftStore
+from .storage import DraftStore, session_id
 from .tools import tool_definitions
 
 __all__ = ["add_drive", "add_tools"]
@@ -101,6 +102,7 @@ def add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="an existing folder where the finalized package is saved as <package id>.json",
     )
     add_model_options(drive, seed="seed of the sampling")
+    add_asset_options(drive)
     drive.set_defaults(run=_drive)
 
 
@@ -116,8 +118,9 @@ def _drive_with(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("a PREMISE is needed to start a story (or --db and --session to go on)")
     if args.out is not None and not args.out.is_dir():
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    assets = asset_hook_from(args)
     with ExitStack() as stack:
-        drive = _opened(args, stack)
+        drive = _opened(args, stack, assets)
         require_extra(writer_extra(args), "story drive")
         from ..model.choice import load_writer
         from .agent import Driver
@@ -160,7 +163,7 @@ def _drive_with(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
 
 
-def _opened(args: argparse.Namespace, stack: ExitStack) -> Drive:
+def _opened(args: argparse.Namespace, stack: ExitStack, assets: AssetHook | None) -> Drive:
     """The drive the options ask for: a new draft, kept in `--db` if given, or `--session`'s.
 
     Raises UsageError, in one line, for a database that cannot be used, a
@@ -174,8 +177,11 @@ def _opened(args: argparse.Namespace, stack: ExitStack) -> Drive:
             raise UsageError(str(error)) from None
     try:
         if store is None or args.session is None:
-            return Drive.started(args.premise, DraftSession(store=store, packages=args.out))
-        session = DraftSession.resume(store, _session_id(args.session), packages=args.out)
+            new = DraftSession(store=store, packages=args.out, assets=assets)
+            return Drive.started(args.premise, new)
+        session = DraftSession.resume(
+            store, session_id(args.session), packages=args.out, assets=assets
+        )
         if args.premise is not None:
             return Drive.started(args.premise, session)
         return Drive.resumed(session)
@@ -187,10 +193,3 @@ def _opened(args: argparse.Namespace, stack: ExitStack) -> Drive:
 
 def _calls(count: int) -> str:
     return f"{count} call" + ("" if count == 1 else "s")
-
-
-def _session_id(text: str) -> str:
-    try:
-        return str(uuid.UUID(text))
-    except ValueError:
-        raise UsageError(f"--session {shown(text)}: not a UUID") from None

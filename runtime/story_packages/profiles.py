@@ -21,8 +21,9 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache, partial
-from itertools import combinations
 from typing import Any
+
+import msgspec
 
 from ...generated import (
     STORY_ACT_OUTLINE,
@@ -35,21 +36,22 @@ from ...generated import (
     STORY_UPDATE_ELEMENT,
     Contract,
 )
-from ...generated.story_packages import StoryDraft
-from ..core.contracts import contract_schema
+from ...generated.story_packages import Act, Plot, Progression, StoryDraft, StoryNodeEncounters
+from ..core.contracts import contract_schema, field_bound
 from ..core.profiles import WHITESPACE, Bounds, Deriver
 from ..core.tools import Tool
 from .tools import TOOLS
 
 __all__ = [
+    "ACTS",
     "BUILD_BOUNDS",
     "DRIVE_BOUNDS",
     "ENCOUNTERS",
     "LOCATIONS",
-    "MAX_ACTS",
     "MAX_PROGRESSION",
     "NEEDED",
     "Choice",
+    "Shape",
     "Step",
     "drive_profile",
     "drive_tools",
@@ -63,20 +65,69 @@ BUILD_BOUNDS = Bounds(string=32, items=2, integer=100)
 "A few words a text and at most two items a list: a small model writes a call in seconds."
 
 
-ENCOUNTERS = 2
-"Encounters a location gets: two, so that no act's progress takes every one of them."
+def _sizes(struct: type[msgspec.Struct], name: str) -> range:
+    """The sizes the schema allows the array field `name` (its Python name) of `struct`."""
+    return range(
+        field_bound(struct, name, "min_length"), field_bound(struct, name, "max_length") + 1
+    )
 
+
+ACTS = _sizes(Plot, "acts")
+"How many acts a package has: the story-package schema's `plot.acts`."
+
+LOCATIONS = _sizes(Act, "sandbox_locations")
+"How many locations an act has: the story-package schema's `sandboxLocations`."
+
+ENCOUNTERS = _sizes(StoryNodeEncounters, "encounters")
+"How many encounters a location's pool has: the story-node-encounters schema's `encounters`."
 
 MAX_PROGRESSION = 3
 "The most progression one encounter gives."
 
+_REQUIRED = field_bound(Progression, "required_value", "le")
+"The most progress an act may require."
 
-LOCATIONS = range(2, 4)
-"How many locations an act may have: two or three (the connections are enumerated)."
 
+@dataclass(frozen=True)
+class Shape:
+    """How big a build's package is: its acts, each act's locations, each location's encounters.
 
-MAX_ACTS = 3
-"The most acts a build makes."
+    The defaults are the smallest story of more than one location; the
+    schemas bound each size (`ACTS`, `LOCATIONS`, `ENCOUNTERS`).
+    """
+
+    acts: int = 1
+    locations: int = 2
+    encounters: int = 2
+
+    def checked(self) -> Shape:
+        """This shape, when a package can have it. Raises ValueError, in one line, saying why not.
+
+        Beyond the schemas' bounds, an act needs two encounters or more in
+        all: its required progress is reached without any one of them.
+        """
+        for size, sizes, what in (
+            (self.acts, ACTS, "a package has {} acts (story-package's plot.acts)"),
+            (
+                self.locations,
+                LOCATIONS,
+                "an act has {} locations (story-package's sandboxLocations)",
+            ),
+            (
+                self.encounters,
+                ENCOUNTERS,
+                "a location has {} encounters (story-node-encounters' encounters)",
+            ),
+        ):
+            if size not in sizes:
+                raise ValueError(f"{what.format(f'{sizes[0]} to {sizes[-1]}')}, not {size}")
+        if self.locations * self.encounters < 2:
+            raise ValueError(
+                "an act needs 2 encounters or more in all, so that its progress is reached "
+                f"without any one of them: {self.locations} location of {self.encounters} "
+                "encounter is 1"
+            )
+        return self
 
 
 NEEDED = frozenset(
@@ -144,10 +195,11 @@ def _characters(acts: int) -> int:
     return 1 if acts == 1 else 2
 
 
-def pipeline_length(acts: int, locations: int) -> int:
-    """How many calls the pipeline makes when none is refused."""
-    per_act = 2 + 2 * locations  # outline, node web, then encounters and finalizing per location
-    return 1 + _characters(acts) + acts * per_act + 1
+def pipeline_length(shape: Shape) -> int:
+    """How many calls the pipeline of a package of `shape` makes when none is refused."""
+    # The outline, the node web, then the encounters and the finalizing of each location.
+    per_act = 2 + 2 * shape.locations
+    return 1 + _characters(shape.acts) + shape.acts * per_act + 1
 
 
 @cache
@@ -250,32 +302,31 @@ def _location_ids(count: int) -> list[str]:
     return [f"loc_{number}" for number in range(1, count + 1)]
 
 
-def _outline_choice(act: str, locations: int) -> Choice:
+def _outline_choice(act: str, shape: Shape) -> Choice:
     profile = _profile(STORY_ACT_OUTLINE)
     _drop(profile, "id", "intendedLocations")
     tracker = _at(profile, "globalProgression")
     # Each encounter gives at least 1: without any one of them, the others give this much.
-    most = ENCOUNTERS * locations - 1
+    most = min(shape.encounters * shape.locations - 1, _REQUIRED)
     _set(tracker, "requiredValue", {"type": "integer", "minimum": 1, "maximum": most})
 
     def fill(written: dict[str, Any]) -> dict[str, Any]:
-        return _kept(written, id=act, intendedLocations=_location_ids(locations))
+        return _kept(written, id=act, intendedLocations=_location_ids(shape.locations))
 
     return Choice(TOOLS.taking(STORY_ACT_OUTLINE), profile, fill)
 
 
 def _connections(ids: list[str], index: int) -> list[list[str]]:
-    """Every list of connections location `index` may have: the next location always first."""
+    """Every list of connections location `index` may have: the next location, and one other."""
     # The last leads to the first: a ring, so every location leads back to the start and
     # play never strands the player (the package's rules).
+    if len(ids) == 1:
+        return [[]]  # the act's one location is its start
     following = (index + 1) % len(ids)
     after = [ids[following]]
     others = [each for number, each in enumerate(ids) if number not in (index, following)]
-    return [
-        [*after, *chosen]
-        for size in range(len(others) + 1)
-        for chosen in combinations(others, size)
-    ]
+    # And at most one other: all the subsets of 23 others are too many to list.
+    return [after, *([*after, other] for other in others)]
 
 
 def _web_choice(act: str, locations: list[str], characters: list[str]) -> Choice:
@@ -312,9 +363,9 @@ def _web_choice(act: str, locations: list[str], characters: list[str]) -> Choice
 
 
 def _encounters_choice(
-    act: str, location: str, characters: list[str], flags: list[str], *, named: bool
+    act: str, location: str, characters: list[str], flags: list[str], *, count: int, named: bool
 ) -> Choice:
-    """Encounters for one location; `named` writes its act and location ids (a repair's choice)."""
+    """`count` encounters for one location; `named` writes its act and location ids (a repair's)."""
     profile = _profile(STORY_NODE_ENCOUNTERS)
     if named:
         _set(profile, "actId", {"const": act})
@@ -322,7 +373,7 @@ def _encounters_choice(
     else:
         _drop(profile, "actId", "nodeId")
     encounters = profile["properties"]["encounters"]
-    encounters["minItems"] = encounters["maxItems"] = ENCOUNTERS
+    encounters["minItems"] = encounters["maxItems"] = count
     item = _at(profile, "encounters[]")
     _drop(item, "id")
     _set(item, "givesProgression", {"type": "integer", "minimum": 1, "maximum": MAX_PROGRESSION})
@@ -331,6 +382,17 @@ def _encounters_choice(
         _set(item, "prerequisites", _listed(flags, 1))
     else:
         _drop(item, "prerequisites")
+    # The pool's pacing varies, as the package's rules ask: the first encounter dwells
+    # on dialogue, the second on tension (the seed's mix); any more are free.
+    paced = []
+    for focus in ("dialogue_and_worldbuilding", "tension_and_action"):
+        each = copy.deepcopy(item)
+        _set(_at(each, "pacing"), "focus", {"const": focus})
+        paced.append(each)
+    # A prefix item for each of the `count` encounters, none past it: any more are free.
+    free = [copy.deepcopy(item) for _ in range(count - len(paced))]
+    encounters["prefixItems"] = [*paced, *free][:count]
+    encounters["items"] = False
 
     def fill(written: dict[str, Any]) -> dict[str, Any]:
         pool = [
@@ -423,11 +485,11 @@ def _web_step(act: str, ids: list[str], draft: StoryDraft) -> Step:
     return Step(about, (_web_choice(act, ids, _known(draft)),))
 
 
-def _encounters_step(act: str, location: str, draft: StoryDraft) -> Step:
+def _encounters_step(act: str, location: str, count: int, draft: StoryDraft) -> Step:
     # Prerequisites name flags of this act only: one of an earlier act may have been missed
     # in play, and the act's progression must not rest on it (the package's rules).
     flags = flags_set(draft, act)
-    choice = _encounters_choice(act, location, _known(draft), flags, named=False)
+    choice = _encounters_choice(act, location, _known(draft), flags, count=count, named=False)
     return Step(f'location "{location}" of act "{act}"', (choice,))
 
 
@@ -436,17 +498,17 @@ def _package_step(draft: StoryDraft) -> Step:
     return Step("the whole story", (_finalize_package_choice(title),))
 
 
-def steps(premise: str, acts: int, locations: int) -> Iterator[Callable[[StoryDraft], Step]]:
-    """The pipeline's steps, in order, each made from the draft as it stands when its turn comes."""
+def steps(premise: str, shape: Shape) -> Iterator[Callable[[StoryDraft], Step]]:
+    """The pipeline's steps for a package of `shape`, each made from the draft as its turn comes."""
     yield _fixed("the story", _premise_choice(premise))
-    for number in range(1, _characters(acts) + 1):
+    for number in range(1, _characters(shape.acts) + 1):
         yield _fixed(f'the character "char_{number}"', _character_choice(number))
-    for act in (_act_id(number) for number in range(1, acts + 1)):
-        ids = _location_ids(locations)
-        yield _fixed(f'act "{act}"', _outline_choice(act, locations))
+    for act in (_act_id(number) for number in range(1, shape.acts + 1)):
+        ids = _location_ids(shape.locations)
+        yield _fixed(f'act "{act}"', _outline_choice(act, shape))
         yield partial(_web_step, act, ids)
         for location in ids:
-            yield partial(_encounters_step, act, location)
+            yield partial(_encounters_step, act, location, shape.encounters)
         for location in ids:
             about = f'location "{location}" of act "{act}"'
             yield _fixed(about, _finalize_node_choice(act, location))
@@ -457,12 +519,20 @@ def repair_step(draft: StoryDraft) -> Step:
     """After a refused package: change an element, or draft a location's encounters again.
 
     Encounters drafted again take no prerequisites, so that no repair makes
-    a cycle of flags.
+    a cycle of flags, and are as many as the location has: the act's
+    required progress was set for that many.
     """
     characters = [each.id for each in draft.characters]
     choices = [_update_choice(draft)]
     choices.extend(
-        _encounters_choice(act.outline.id, location.id, characters, [], named=True)
+        _encounters_choice(
+            act.outline.id,
+            location.id,
+            characters,
+            [],
+            count=max(len(location.encounters), ENCOUNTERS[0]),
+            named=True,
+        )
         for act in draft.acts
         for location in act.locations
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -33,13 +34,13 @@ import msgspec
 from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
 from ..commandkit import say
-from ..core.errors import MigrationFailed, PlanContractsError, StoreError, shown
+from ..core.errors import MigrationFailed, PlanContractsError, StoreError, UsageError, shown
 from ..core.files import replace_file
 from ..core.migrations import Migrated, backup_path, steps_of
 from ..core.stored import upgraded_if_old
 from ..core.validation import decode
 
-__all__ = ["DraftStore", "read_package", "write_package"]
+__all__ = ["DraftStore", "read_package", "session_id", "write_package"]
 
 _Stored = TypeVar("_Stored")
 _Done = TypeVar("_Done")
@@ -61,6 +62,17 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS packages (id TEXT PRIMARY KEY, package TEXT NOT NULL)",
 )
+
+
+def session_id(text: str) -> str:
+    """The draft id that `--session TEXT` names, in the form the store keeps: a UUID.
+
+    Raises UsageError, in one line, for text that is not a UUID.
+    """
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise UsageError(f"--session {shown(text)}: not a UUID") from None
 
 
 class DraftStore:
