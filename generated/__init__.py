@@ -37,6 +37,7 @@ __all__ = [
     "SESSION_PLAN",
     "SESSION_READ_PLAN",
     "SESSION_SETUP_PLAN",
+    "SESSION_TOOL_EVENT",
     "SESSION_UPDATE_STEP",
     "SKILL_MANIFEST",
     "STORY_ACT_OUTLINE",
@@ -53,8 +54,10 @@ __all__ = [
     "STORY_NODE_WEB",
     "STORY_NODE_WEB_RESULT",
     "STORY_PACKAGE",
+    "STORY_PLAYTHROUGH",
     "STORY_PREMISE",
     "STORY_PREMISE_RESULT",
+    "STORY_RESPONSE",
     "STORY_UPDATE_ELEMENT",
     "STORY_UPDATE_ELEMENT_RESULT",
     "TOOL_EVENT",
@@ -124,6 +127,9 @@ SESSION_READ_PLAN: _typing.Final[Contract[session_plans.SessionReadPlan]] = Cont
 SESSION_SETUP_PLAN: _typing.Final[Contract[session_plans.SessionSetupPlan]] = Contract(
     "session-setup-plan", session_plans.SessionSetupPlan
 )
+SESSION_TOOL_EVENT: _typing.Final[Contract[session_plans.SessionToolEvent]] = Contract(
+    "session-tool-event", session_plans.SessionToolEvent
+)
 SESSION_UPDATE_STEP: _typing.Final[Contract[session_plans.SessionUpdateStep]] = Contract(
     "session-update-step", session_plans.SessionUpdateStep
 )
@@ -172,11 +178,17 @@ STORY_NODE_WEB_RESULT: _typing.Final[Contract[story_packages.StoryNodeWebResult]
 STORY_PACKAGE: _typing.Final[Contract[story_packages.StoryPackage]] = Contract(
     "story-package", story_packages.StoryPackage
 )
+STORY_PLAYTHROUGH: _typing.Final[Contract[story_packages.StoryPlaythrough]] = Contract(
+    "story-playthrough", story_packages.StoryPlaythrough
+)
 STORY_PREMISE: _typing.Final[Contract[story_packages.StoryPremise]] = Contract(
     "story-premise", story_packages.StoryPremise
 )
 STORY_PREMISE_RESULT: _typing.Final[Contract[story_packages.StoryPremiseResult]] = Contract(
     "story-premise-result", story_packages.StoryPremiseResult
+)
+STORY_RESPONSE: _typing.Final[Contract[planning_blocks.StoryResponse]] = Contract(
+    "story-response", planning_blocks.StoryResponse
 )
 STORY_UPDATE_ELEMENT: _typing.Final[Contract[story_packages.StoryUpdateElement]] = Contract(
     "story-update-element", story_packages.StoryUpdateElement
@@ -208,6 +220,7 @@ CONTRACTS: _typing.Final[dict[str, Contract[_typing.Any]]] = {
     "session-plan": SESSION_PLAN,
     "session-read-plan": SESSION_READ_PLAN,
     "session-setup-plan": SESSION_SETUP_PLAN,
+    "session-tool-event": SESSION_TOOL_EVENT,
     "session-update-step": SESSION_UPDATE_STEP,
     "skill-manifest": SKILL_MANIFEST,
     "story-act-outline": STORY_ACT_OUTLINE,
@@ -224,8 +237,10 @@ CONTRACTS: _typing.Final[dict[str, Contract[_typing.Any]]] = {
     "story-node-web": STORY_NODE_WEB,
     "story-node-web-result": STORY_NODE_WEB_RESULT,
     "story-package": STORY_PACKAGE,
+    "story-playthrough": STORY_PLAYTHROUGH,
     "story-premise": STORY_PREMISE,
     "story-premise-result": STORY_PREMISE_RESULT,
+    "story-response": STORY_RESPONSE,
     "story-update-element": STORY_UPDATE_ELEMENT,
     "story-update-element-result": STORY_UPDATE_ELEMENT_RESULT,
     "tool-event": TOOL_EVENT,
@@ -249,6 +264,7 @@ SCHEMA_ONLY_RULES: _typing.Final[dict[str, tuple[str, ...]]] = {
     "session-plan": (),
     "session-read-plan": (),
     "session-setup-plan": (),
+    "session-tool-event": (),
     "session-update-step": (),
     "skill-manifest": (),
     "story-act-outline": (),
@@ -265,8 +281,10 @@ SCHEMA_ONLY_RULES: _typing.Final[dict[str, tuple[str, ...]]] = {
     "story-node-web": (),
     "story-node-web-result": ("/properties/ok/const",),
     "story-package": (),
+    "story-playthrough": ("/properties/flags/uniqueItems",),
     "story-premise": (),
     "story-premise-result": ("/properties/ok/const",),
+    "story-response": (),
     "story-update-element": (),
     "story-update-element-result": ("/properties/ok/const",),
     "tool-event": (),
@@ -290,6 +308,7 @@ FAMILIES: _typing.Final[dict[str, str]] = {
     "session-plan": "session_plans",
     "session-read-plan": "session_plans",
     "session-setup-plan": "session_plans",
+    "session-tool-event": "session_plans",
     "session-update-step": "session_plans",
     "skill-manifest": "tool_plans",
     "story-act-outline": "story_packages",
@@ -306,8 +325,10 @@ FAMILIES: _typing.Final[dict[str, str]] = {
     "story-node-web": "story_packages",
     "story-node-web-result": "story_packages",
     "story-package": "story_packages",
+    "story-playthrough": "story_packages",
     "story-premise": "story_packages",
     "story-premise-result": "story_packages",
+    "story-response": "planning_blocks",
     "story-update-element": "story_packages",
     "story-update-element-result": "story_packages",
     "tool-event": "tool_plans",
@@ -331,6 +352,7 @@ VERSIONS: _typing.Final[dict[str, int]] = {
     "session-plan": 1,
     "session-read-plan": 1,
     "session-setup-plan": 1,
+    "session-tool-event": 1,
     "session-update-step": 1,
     "skill-manifest": 1,
     "story-act-outline": 1,
@@ -347,8 +369,10 @@ VERSIONS: _typing.Final[dict[str, int]] = {
     "story-node-web": 1,
     "story-node-web-result": 1,
     "story-package": 1,
+    "story-playthrough": 1,
     "story-premise": 1,
     "story-premise-result": 1,
+    "story-response": 1,
     "story-update-element": 1,
     "story-update-element-result": 1,
     "tool-event": 1,
