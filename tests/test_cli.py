@@ -16,8 +16,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 from commands import COMMAND_TIMEOUT, cli, cli_bytes, plancontracts
 from jsonschema import Draft202012Validator
@@ -25,6 +27,7 @@ from local_servers import conforming, model_server
 from user_schemas import BROKEN, COMMON, RECIPE, SOUP, write_user_schemas
 
 from plancontracts import contract_names, contract_schema
+from plancontracts.runtime.story_packages import DraftSession, DraftStore
 
 PLAN = contract_schema("plan")["examples"][0]
 EVENTS = contract_schema("tool-event")["examples"]
@@ -365,11 +368,15 @@ def _commands_reading_a_file() -> set[str]:
 _MISSING_FILE = {
     "validate": ["validate", "plan", "{file}"],
     "normalize": ["normalize", "planning-block", "{file}"],
+    "choose": ["choose", "{file}", "parallel_crossing"],
     "migrate": ["migrate", "plan", "{file}"],
     "execute": ["execute", "{file}"],
     "goals simulate": ["goals", "simulate", "{file}"],
+    "goals stats": ["goals", "stats", "{file}"],
+    "goals normalize": ["goals", "normalize", "{file}"],
     "session run": ["session", "run", "{file}"],
     "story graph": ["story", "graph", "{file}"],
+    "story play": ["story", "play", "{file}"],
     "story run": ["story", "run", "--db", "{tmp}/stories.db", "--out", "{tmp}", "{file}"],
 }
 
@@ -683,6 +690,32 @@ STORY_CALL = {
     "arguments": contract_schema("story-premise")["examples"][0],
 }
 GOAL = {"event": "goal", "description": "Have food", "horizon": "short"}
+STORY_SESSION = "3f1c2a9e-0000-4000-8000-000000000001"
+
+
+def _a_saved_story_draft(folder: Path) -> None:
+    """`folder/stories.db` holding a new draft saved as STORY_SESSION, for `story clear`."""
+    draft = msgspec.structs.replace(DraftSession().draft, package_id=STORY_SESSION)
+    with DraftStore(folder / "stories.db") as store:
+        store.save_draft(draft)
+
+
+def _a_story_package(folder: Path) -> None:
+    """`folder/story.json`: the story-package contract's example, for `story play`."""
+    (folder / "story.json").write_text(json.dumps(contract_schema("story-package")["examples"][0]))
+
+
+def _a_saved_simulation(folder: Path) -> None:
+    """`folder/person.json`: a new simulation's state, for `goals prompt`."""
+    (folder / "person.json").write_text('{"goals": [], "plans": []}')
+
+
+# What a command needs in {tmp} before it runs, besides the user's schemas.
+_BEFORE: dict[str, Callable[[Path], None]] = {
+    "story clear": _a_saved_story_draft,
+    "story play": _a_story_package,
+    "goals prompt": _a_saved_simulation,
+}
 
 # Each command's arguments, standard input, and a line its output holds. In the
 # arguments, {tmp} is the test's folder and {server} the stub server's address.
@@ -701,6 +734,7 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
     "play": (["play", "--server", "{server}", "--data", "{tmp}/data"], "I roll a die\n\n", "> "),
     "think": (["think", "--server", "{server}", "THINK: the guard blocks the bridge"], "", "{"),
     "normalize": (["normalize", "planning-block", "-"], json.dumps(BLOCK), '"choices"'),
+    "choose": (["choose", "-", "parallel_crossing"], json.dumps(BLOCK), "coordination"),
     "migrate": (["migrate", "plan", "-"], json.dumps(PLAN), '"requestId"'),
     "diff": (["diff", "{tmp}/my-schemas", "{tmp}/my-schemas"], "", ""),
     "session run": (["session", "run", "-"], json.dumps(SETUP_CALL) + "\n", '"ok":true'),
@@ -718,8 +752,27 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
         json.dumps(contract_schema("story-package")["examples"][0]),
         "flowchart",
     ),
+    "story drive": (
+        ["story", "drive", "--server", "{server}", "--max-calls", "1", PREMISE],
+        "",
+        '"tool":"proposeStoryPremise"',
+    ),
+    "story tools": (["story", "tools"], "", "proposeStoryPremise"),
+    "story play": (["story", "play", "{tmp}/story.json"], '{"choose": 1}\n', '"saw_future_entry"'),
+    "story clear": (
+        ["story", "clear", "--db", "{tmp}/stories.db", "--session", STORY_SESSION],
+        "",
+        "cleared the draft",
+    ),
     "goals simulate": (["goals", "simulate", "-", "--fallback"], json.dumps(GOAL) + "\n", '"ok"'),
     "goals plan": (["goals", "plan", "--server", "{server}", "Have food"], "", '"steps"'),
+    "goals stats": (["goals", "stats", "-"], '{"goals": [], "plans": []}', '"total_plans":0'),
+    "goals prompt": (["goals", "prompt", "--state", "{tmp}/person.json"], "", '"role":"user"'),
+    "goals normalize": (
+        ["goals", "normalize", "-"],
+        '[{"description": "a", "action_hint": "a", "expected_outcome": "a"}]',
+        '"steps"',
+    ),
 }
 
 
@@ -728,6 +781,8 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
 def test_every_command_runs_as_a_process(command: str, tmp_path: Path) -> None:
     arguments, stdin, shown = EVERY_COMMAND[command]
     write_user_schemas(tmp_path / "my-schemas")
+    if command in _BEFORE:
+        _BEFORE[command](tmp_path)
     with model_server(conforming) as server:
         given = [part.format(tmp=tmp_path, server=server.url) for part in arguments]
         done = plancontracts(*given, stdin=stdin, timeout=COMMAND_TIMEOUT)
@@ -747,6 +802,7 @@ _NOT_UTF8 = b"Fix \xff".decode("utf-8", "surrogateescape")
         ("goals", "plan", _NOT_UTF8),
         ("session", "drive", _NOT_UTF8),
         ("story", "build", _NOT_UTF8),
+        ("story", "drive", _NOT_UTF8),
         ("think", _NOT_UTF8),
         ("think", "--topic", _NOT_UTF8, "a situation"),
         ("plan", _NOT_UTF8),
