@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...generated.goal_plans import Goal, GoalStep, Lesson
+from ...generated.goal_plans import Goal, GoalPlanOutput, GoalStep, Lesson, StepProposal
+from ..core.contracts import field_bound
 from ..core.plain_text import one_line
 from ..core.templates import template
 from ..model.chat import Message
@@ -136,6 +137,20 @@ def plan_messages(request: PlanRequest) -> list[Message]:
             pending=_listed(pending, "none"),
         )
     return [
-        {"role": "system", "content": template(__package__, "system.md").substitute().strip()},
+        {"role": "system", "content": _system()},
         {"role": "user", "content": user.strip()},
     ]
+
+
+def _system() -> str:
+    """The system message of a plan: what a plan is, its bounds read from `goal-plan-output`."""
+    return (
+        template(__package__, "system.md")
+        .substitute(
+            least_steps=field_bound(GoalPlanOutput, "steps", "min_length"),
+            most_steps=field_bound(GoalPlanOutput, "steps", "max_length"),
+            least_cycles=field_bound(StepProposal, "estimated_cycles", "ge"),
+            most_cycles=field_bound(StepProposal, "estimated_cycles", "le"),
+        )
+        .strip()
+    )
