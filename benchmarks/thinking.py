@@ -28,8 +28,8 @@ import trio
 from plancontracts import violations
 from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
 from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_writer
+from plancontracts.runtime.planning_blocks import normalize_block
 from plancontracts.runtime.planning_blocks.agent import Thinker
-from plancontracts.runtime.planning_blocks.blocks import normalize_block
 from plancontracts.runtime.planning_blocks.mechanics import Mode
 from plancontracts.runtime.planning_blocks.rules import PLANNING_BLOCK, rules_in
 

@@ -373,7 +373,6 @@ _MISSING_FILE = {
     "execute": ["execute", "{file}"],
     "goals simulate": ["goals", "simulate", "{file}"],
     "goals stats": ["goals", "stats", "{file}"],
-    "goals normalize": ["goals", "normalize", "{file}"],
     "session run": ["session", "run", "{file}"],
     "story graph": ["story", "graph", "{file}"],
     "story play": ["story", "play", "{file}"],
@@ -768,11 +767,6 @@ EVERY_COMMAND: dict[str, tuple[list[str], str, str]] = {
     "goals plan": (["goals", "plan", "--server", "{server}", "Have food"], "", '"steps"'),
     "goals stats": (["goals", "stats", "-"], '{"goals": [], "plans": []}', '"total_plans":0'),
     "goals prompt": (["goals", "prompt", "--state", "{tmp}/person.json"], "", '"role":"user"'),
-    "goals normalize": (
-        ["goals", "normalize", "-"],
-        '[{"description": "a", "action_hint": "a", "expected_outcome": "a"}]',
-        '"steps"',
-    ),
 }
 
 

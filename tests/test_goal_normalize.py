@@ -1,4 +1,4 @@
-"""`normalize_output` and `goals normalize`: the upstream's tolerance, as reported repairs.
+"""`normalize_output` and `normalize goal-plan-output`: the upstream's tolerance, as repairs.
 
 Every model answer the upstream's tests fed it, refused as it is by the
 contract (tests/test_goal_replay.py), becomes a valid answer once
@@ -22,8 +22,9 @@ from tiers import examples_at_most
 from plancontracts import GOAL_PLAN_OUTPUT, decode, violations
 from plancontracts.generated.goal_plans import GoalPlanOutput, StepProposal
 from plancontracts.runtime.core.contracts import field_bound
+from plancontracts.runtime.core.repairs import ABSENT, Repair, normalizable, normalizer_of
 from plancontracts.runtime.goal_plans import normalize_output
-from plancontracts.runtime.goal_plans.repairs import ABSENT
+from plancontracts.runtime.goal_plans.repairs import NORMALIZERS
 
 MOST_STEPS = field_bound(GoalPlanOutput, "steps", "max_length")
 LEAST_CYCLES = field_bound(StepProposal, "estimated_cycles", "ge")
@@ -65,7 +66,7 @@ def test_a_plan_over_the_most_steps_is_cut_and_only_its_kept_steps_repaired() ->
     steps = [step(str(n), estimated_cycles=9) for n in range(MOST_STEPS + 2)]
     result = normalize_output({"steps": steps})
     assert result.valid
-    assert len(result.output["steps"]) == MOST_STEPS
+    assert len(result.value["steps"]) == MOST_STEPS
     assert result.repairs[0].pointer == "/steps"
     assert (result.repairs[0].before, result.repairs[0].after) == (
         f"{MOST_STEPS + 2} steps",
@@ -78,7 +79,7 @@ def test_a_plan_over_the_most_steps_is_cut_and_only_its_kept_steps_repaired() ->
 def test_a_plan_of_one_step_gets_a_second_confirming_it_with_the_same_action() -> None:
     result = normalize_output({"steps": [step("eat", estimated_cycles=1)]})
     assert result.valid
-    first, second = result.output["steps"]
+    first, second = result.value["steps"]
     assert second == {
         "description": "Confirm: eat done",
         "action_hint": first["action_hint"],
@@ -117,7 +118,7 @@ def test_what_cannot_be_repaired_is_left_and_judged() -> None:
     for value in [5, {"plan": []}, {"steps": []}, {"steps": [{"x": 1}]}, {"steps": "a"}]:
         result = normalize_output(value)
         assert not result.valid, value
-        assert list(result.violations) == list(violations(GOAL_PLAN_OUTPUT, result.output))
+        assert list(result.violations) == list(violations(GOAL_PLAN_OUTPUT, result.value))
     long = "x" * (field_bound(StepProposal, "description", "max_length") + 1)
     too_long = {**step("a", estimated_cycles=1), "description": long}
     result = normalize_output({"steps": [too_long, too_long]})
@@ -140,7 +141,7 @@ def test_every_answer_the_upstream_was_fed_becomes_valid_once_normalized(upstrea
     for fixture in answers:
         result = normalize_output(fixture["llm_response"])
         assert result.valid, (fixture["test"], result.violations)
-        decode(GOAL_PLAN_OUTPUT, json.dumps(result.output))
+        decode(GOAL_PLAN_OUTPUT, json.dumps(result.value))
     clamps = next(f for f in answers if f["test"] == "test_create_plan_clamps_estimated_cycles")
     assert ("/steps/0/estimated_cycles", 100, MOST_CYCLES) in repaired(clamps["llm_response"])
 
@@ -173,7 +174,7 @@ def upstream_answers(draw: st.DrawFn) -> Any:
 def test_an_answer_the_upstream_took_always_normalizes_to_a_valid_one(value: Any) -> None:
     result = normalize_output(value)
     assert result.valid, result.violations
-    assert normalize_output(result.output).repairs == ()
+    assert normalize_output(result.value).repairs == ()
 
 
 json_values = st.recursive(
@@ -187,10 +188,10 @@ json_values = st.recursive(
 @given(st.one_of(json_values, upstream_answers()))
 def test_any_value_normalizes_to_a_fixed_point_judged_by_its_contract(value: Any) -> None:
     result = normalize_output(value)
-    again = normalize_output(result.output)
+    again = normalize_output(result.value)
     assert again.repairs == ()
-    assert again.output == result.output
-    assert list(result.violations) == list(violations(GOAL_PLAN_OUTPUT, result.output))
+    assert again.value == result.value
+    assert list(result.violations) == list(violations(GOAL_PLAN_OUTPUT, result.value))
 
 
 # The command ---------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def test_any_value_normalizes_to_a_fixed_point_judged_by_its_contract(value: Any
 
 def test_the_command_prints_the_repaired_answer_and_reports_each_repair() -> None:
     answer = [step("a", estimated_cycles=9)]
-    done = cli("goals", "normalize", "-", stdin=json.dumps(answer))
+    done = cli("normalize", "goal-plan-output", "-", stdin=json.dumps(answer))
     assert done.returncode == 0, done.stderr
     output = decode(GOAL_PLAN_OUTPUT, done.stdout)
     assert [s.estimated_cycles for s in output.steps] == [MOST_CYCLES, LEAST_CYCLES]
@@ -213,7 +214,8 @@ def test_the_command_prints_the_repaired_answer_and_reports_each_repair() -> Non
 
 
 def test_the_command_as_json_is_one_object() -> None:
-    done = cli("goals", "normalize", "--json", "-", stdin=json.dumps({"steps": [step("a")]}))
+    answer = json.dumps({"steps": [step("a")]})
+    done = cli("normalize", "goal-plan-output", "--json", "-", stdin=answer)
     assert done.returncode == 0, done.stderr
     (record,) = [json.loads(line) for line in done.stdout.splitlines()]
     assert record["valid"] is True
@@ -232,17 +234,34 @@ def test_the_command_as_json_is_one_object() -> None:
     ],
 )
 def test_what_stays_invalid_prints_nothing_and_exits_1(stdin: str, said: str) -> None:
-    done = cli("goals", "normalize", "-", stdin=stdin)
+    done = cli("normalize", "goal-plan-output", "-", stdin=stdin)
     assert (done.returncode, done.stdout) == (1, "")
     assert said in done.stderr.splitlines()
     assert "Traceback" not in done.stderr
 
 
 def test_a_file_that_cannot_be_read_is_a_usage_error(tmp_path: Path) -> None:
-    done = cli("goals", "normalize", str(tmp_path / "none.json"))
+    done = cli("normalize", "goal-plan-output", str(tmp_path / "none.json"))
     assert (done.returncode, done.stdout) == (2, "")
     assert len(done.stderr.splitlines()) == 1
     assert "none.json: no such file" in done.stderr
-    as_json = cli("goals", "normalize", "--json", str(tmp_path))
+    as_json = cli("normalize", "goal-plan-output", "--json", str(tmp_path))
     assert as_json.returncode == 2
     assert json.loads(as_json.stdout)["valid"] is False
+
+
+def test_planning_blocks_options_are_refused_for_a_goal_plans_answer() -> None:
+    # `--mode` chooses the planning protocol's rules: it says nothing of a goal plan.
+    done = cli("normalize", "goal-plan-output", "--mode", "think", "-", stdin="[]")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "plancontracts: error: --mode applies to planning-block only, not goal-plan-output"
+    ]
+
+
+def test_each_family_declares_what_it_normalizes_and_the_command_finds_it() -> None:
+    assert normalizable() == ["goal-plan-output", "planning-block"]
+    assert normalizer_of("goal-plan-output") is NORMALIZERS["goal-plan-output"]
+    assert normalizer_of("plan") is None
+    dropped = Repair("/steps/0", "go", ABSENT, "not a step")
+    assert str(dropped) == '/steps/0: "go" -> (dropped) (not a step)'

@@ -26,6 +26,7 @@ from tiers import examples_at_most
 from plancontracts import ContractError, Violation, decode, violations
 from plancontracts.runtime.core.errors import MAX_VIOLATIONS
 from plancontracts.runtime.core.jsontext import parse
+from plancontracts.runtime.core.repairs import ABSENT
 from plancontracts.runtime.planning_blocks import (
     PLANNING_BLOCK,
     STORY_MODE,
@@ -35,7 +36,6 @@ from plancontracts.runtime.planning_blocks import (
     normalize_block,
     rules_in,
 )
-from plancontracts.runtime.planning_blocks.blocks import ABSENT
 from plancontracts.runtime.planning_blocks.mechanics import is_parallel, situational_keys
 from plancontracts.runtime.planning_blocks.profiles import PLAIN_TEXT
 
@@ -264,7 +264,7 @@ def test_control_characters_are_not_text() -> None:
         )
     ]
     result = normalize_block(block)
-    assert result.block["context"] == "Red [31malert[0m at the gate\ttonight\r\n"
+    assert result.value["context"] == "Red [31malert[0m at the gate\ttonight\r\n"
     assert result.repairs[0].reason == "control characters removed: text is plain text"
     assert result.valid
 
@@ -458,11 +458,11 @@ def test_normalize_repairs_the_check_the_order_and_markup_and_reports_each_repai
         ),
     )
     assert result.valid
-    assert list(result.block["choices"]) == ["bribe_guard", "climb_wall", "parallel_gate"]
+    assert list(result.value["choices"]) == ["bribe_guard", "climb_wall", "parallel_gate"]
     assert str(result.repairs[1]) == (
         "/plan_quality/margin: (absent) -> 5 (follows from roll_result 17 and dc 12)"
     )
-    assert normalize_block(result.block, "think").repairs == ()
+    assert normalize_block(result.value, "think").repairs == ()
 
 
 def test_a_check_out_of_bounds_is_left_to_the_schema() -> None:
@@ -486,7 +486,7 @@ def test_normalize_changes_nothing_it_may_not_repair() -> None:
     block["choices"]["parallel_gate"] = block["choices"].pop("parallel_gate")
     result = normalize_block(block)
     assert result.repairs == ()
-    assert result.block == block
+    assert result.value == block
     assert [v.pointer for v in result.violations] == [
         "/choices/Climb",
         "/choices/Climb",
@@ -505,8 +505,8 @@ def test_normalize_takes_any_json_value_and_repairs_nothing_that_needs_no_repair
 ) -> None:
     result = normalize_block(value)
     if not result.repairs:
-        assert result.block == value
-    assert normalize_block(result.block).repairs == ()
+        assert result.value == value
+    assert normalize_block(result.value).repairs == ()
 
 
 def test_deeply_nested_and_large_values_are_judged_without_a_traceback() -> None:
@@ -732,4 +732,7 @@ def test_normalize_prints_nothing_when_the_block_is_still_invalid(tmp_path: Path
     assert "larger than 10 bytes (see --max-bytes)" in big.stderr
     other = cli("normalize", "plan", "-", stdin="{}")
     assert other.returncode == 2
-    assert "only planning-block documents can be normalized, not plan" in other.stderr
+    assert other.stderr.splitlines() == [
+        "plancontracts: error: plan documents cannot be normalized: "
+        "only goal-plan-output and planning-block can"
+    ]

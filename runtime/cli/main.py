@@ -296,7 +296,7 @@ def _parser() -> argparse.ArgumentParser:
     from ..session_plans import commands as session_plan_commands
     from ..story_packages import commands as story_package_commands
     from ..tool_plans import commands as tool_plan_commands
-    from . import commands, diffing, migrating, writing
+    from . import commands, diffing, migrating, normalizing, writing
 
     # Each family registers its own commands (and options of `validate`).
     families = (
@@ -317,6 +317,9 @@ def _parser() -> argparse.ArgumentParser:
     writing.register(subcommands)
     diffing.register(subcommands)
     migrating.register(subcommands)
+    # A family's package name (planning_blocks) keys its options, as the index names families.
+    by_family = {family.__name__.split(".")[-2]: family.RULES_OPTIONS for family in families}
+    normalizing.register(subcommands, by_family)
     for family in families:
         family.register(subcommands)
     return parser

@@ -10,17 +10,19 @@ plan's steps), `prompts` (the plan and replan prompts, and the action
 decision's), `agent` (the `GoalPlanner`: scripted answers, the model, or the
 fallback decomposition)
 and `commands` (`goals plan`, `goals simulate`, `goals stats`, `goals
-normalize`); beside them, `simulation` (a `Person`: the two put together
+prompt`); beside them, `simulation` (a `Person`: the two put together
 event by event, saved and resumed as one document), `stats`
 (`planning_stats`: a system counted) and `repairs` (`normalize_output`: the
-upstream's tolerance of model answers, each repair reported).
+upstream's tolerance of model answers, each repair reported, and the
+`NORMALIZERS` that `plancontracts normalize` finds).
 """
 
 from ..core.errors import TooManyGoals
+from ..core.repairs import Normalized, Repair
 from .agent import MAX_SCRIPTED, GoalPlanner, Source, fallback_steps
 from .profiles import PLAN_BOUNDS, output_profile
 from .prompts import NO_PLAN_STEP, Circumstances, PlanRequest, action_messages, plan_messages
-from .repairs import Normalized, Repair, normalize_output
+from .repairs import normalize_output
 from .rules import GOAL_PLAN_RULES, MAX_REPLANS, RULES, SYSTEM_RULES
 from .session import (
     ABANDONED,

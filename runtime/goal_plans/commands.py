@@ -8,9 +8,9 @@ active plans; with `--state FILE` the simulation goes on from the
 every event. `goals stats FILE` counts what a saved simulation (any
 `goal-planning-system` document) has done, as jenbina's `get_planning_stats`
 did, and `goals prompt --state FILE` prints the action decision's prompt for
-it. `goals normalize FILE` repairs a model's answer as the upstream
-tolerated it, reporting every repair. `goals plan GOAL` prints one plan for
-one goal.
+it. `goals plan GOAL` prints one plan for one goal. (A model's answer is
+repaired as the upstream tolerated it by `plancontracts normalize
+goal-plan-output FILE`, which finds this family's `repairs.NORMALIZERS`.)
 
 The model is loaded only when a plan is due and no scripted answer is
 left; without one (the model extra missing when no model or server was
@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from ...generated import GOAL_EVENT, GOAL_PLAN_OUTPUT, GOAL_PLANNING_SYSTEM
+from ...generated import GOAL_EVENT, GOAL_PLANNING_SYSTEM
 from ...generated.goal_plans import (
     ContextEvent,
     Goal,
@@ -44,15 +44,11 @@ from ..commandkit import (
     DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
-    EXIT_USAGE,
     Output,
     RulesOption,
-    add_json,
     add_max_bytes,
     add_model_options,
     complain,
-    json_for_people,
-    json_name,
     label,
     lines_of,
     missing_modules,
@@ -62,10 +58,8 @@ from ..commandkit import (
     reason,
     run_trio,
     say,
-    to_stderr,
     unreadable,
     user_text,
-    violations_as_json,
     writer_extra,
 )
 from ..commandkit.extras import missing_extra, require_extra
@@ -80,15 +74,13 @@ from ..core.errors import (
     TooManyGoals,
     UsageError,
     Violation,
-    Violations,
 )
 from ..core.files import locked, replace_file
 from ..core.jsontext import parse
 from ..core.stored import current_document, upgraded_if_old
-from ..core.validation import convert, decode, parse_document
+from ..core.validation import convert, decode
 from .agent import GoalPlanner
 from .prompts import Circumstances, PlanRequest, action_messages
-from .repairs import ABSENT, Normalized, normalize_output
 from .session import HORIZONS, PlanningSystem
 from .simulation import CycleReport, Person
 from .stats import planning_stats
@@ -171,16 +163,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "state jenbina's to_dict wrote (default: short)",
     )
     prompt.set_defaults(run=_prompt)
-    normalize = group.add_parser(
-        "normalize",
-        help="repair what the upstream tolerated in a model's plan answer, reporting each repair",
-    )
-    normalize.add_argument(
-        "file", metavar="FILE", help=f"a {GOAL_PLAN_OUTPUT.name} JSON file, or - for stdin"
-    )
-    add_json(normalize, "one JSON object: repairs, violations and the answer")
-    add_max_bytes(normalize)
-    normalize.set_defaults(run=_normalize)
     plan = group.add_parser("plan", help="print one plan for one goal, written by the local model")
     most = field_bound(NewGoalEvent, "description", "max_length")
     plan.add_argument(
@@ -528,58 +510,3 @@ def _usage(error: ContractError) -> str:
     if first.pointer.startswith("/needs"):
         return f"--needs{first.pointer[len('/needs') :]}: {first.message}"
     return f"GOAL: {first.message}"
-
-
-def _normalize(args: argparse.Namespace, out: Output) -> int:
-    # As `normalize planning-block`: a named file that cannot be read is a usage
-    # error (--json still writes its record); standard input that fails to read
-    # is an invalid document.
-    status = EXIT_INVALID
-    try:
-        with opened(args.file) as stream:
-            data = read_at_most(stream, args.max_bytes)
-    except OSError as error:
-        if args.file != "-":
-            if not args.json:
-                raise UsageError(f"{label(args.file)}: {unreadable(error)}") from None
-            status = EXIT_USAGE
-        data = Violation("", unreadable(error))
-    result: Normalized | None = None
-    if isinstance(data, Violation):
-        problems = Violations((data,))
-    else:
-        try:
-            result = normalize_output(parse_document(GOAL_PLAN_OUTPUT, data))
-            problems = result.violations
-        except ContractError as error:  # not JSON at all
-            problems = error.violations
-    repairs = result.repairs if result else ()
-    if args.json:
-        record: dict[str, Any] = {"file": json_name(args.file), "valid": not problems}
-        record["repairs"] = [
-            {
-                "pointer": each.pointer,
-                **({} if each.before is ABSENT else {"before": each.before}),
-                **({} if each.after is ABSENT else {"after": each.after}),
-                "reason": each.reason,
-            }
-            for each in repairs
-        ]
-        record.update(violations_as_json(problems))
-        record["output"] = result.output if result else None
-        out.write(msgspec.json.encode(record).decode() + "\n")
-        return status if problems else EXIT_OK
-    name = label(args.file)
-    if result is not None:
-        to_stderr(f"{name}: {len(repairs)} repair{'s' if len(repairs) != 1 else ''}\n")
-    for repair in repairs:
-        to_stderr(f"  {label(str(repair))}\n")
-    if problems:
-        verdict = "still invalid" if result is not None else "cannot be normalized"
-        to_stderr(f"{name}: {verdict} ({problems.summary()}), so nothing is printed\n")
-        for violation in problems:
-            to_stderr(f"  {label(str(violation))}\n")
-        return EXIT_INVALID
-    assert result is not None
-    out.write(json_for_people(msgspec.json.encode(result.output)) + "\n")
-    return EXIT_OK

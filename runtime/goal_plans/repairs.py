@@ -1,7 +1,7 @@
 """The upstream's tolerance of model answers, as explicit repairs that are each reported.
 
     result = normalize_output(value)        # repaired copy, every repair, what is left
-    result.output, result.repairs, result.violations
+    result.value, result.repairs, result.violations
 
 jenbina took whatever its model wrote and made a plan of it without a word:
 a bare list for the steps, items that were no step skipped, estimates
@@ -38,7 +38,6 @@ repair is never repaired again: normalizing it changes nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -46,54 +45,13 @@ import msgspec
 from ...generated import GOAL_PLAN_OUTPUT
 from ...generated.goal_plans import GoalPlanOutput, GoalStep, StepProposal
 from ..core.contracts import field_bound
-from ..core.errors import Violations, shown
 from ..core.jsontext import copy_json, escape_token
 from ..core.plain_text import one_line
+from ..core.repairs import ABSENT, Normalized, Normalizer, Repair
+from ..core.rules import Rules
 from ..core.validation import violations
 
-__all__ = ["ABSENT", "Normalized", "Repair", "normalize_output"]
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
-"The `before` of a repair that filled in a missing field, the `after` of one that dropped it."
-
-
-@dataclass(frozen=True)
-class Repair:
-    """One change `normalize_output` made: where, what was there, what is there now, and why."""
-
-    pointer: str
-    before: Any
-    "The value before, or ABSENT for a field that was missing."
-    after: Any
-    "The value after, or ABSENT for a field or item dropped."
-    reason: str
-
-    def __str__(self) -> str:
-        before = "(absent)" if self.before is ABSENT else shown(self.before)
-        after = "(dropped)" if self.after is ABSENT else shown(self.after)
-        return f"{self.pointer or '(document)'}: {before} -> {after} ({self.reason})"
-
-
-@dataclass(frozen=True)
-class Normalized:
-    """What `normalize_output` made of a value."""
-
-    output: Any
-    "The repaired value (a new object; the input is not changed)."
-    repairs: tuple[Repair, ...]
-    violations: Violations
-    "What is still wrong after the repairs."
-
-    @property
-    def valid(self) -> bool:
-        """Whether the repaired value is a valid `goal-plan-output` document."""
-        return not self.violations
+__all__ = ["NORMALIZERS", "normalize_output"]
 
 
 _FIELDS = [field.encode_name for field in msgspec.structs.fields(StepProposal)]
@@ -113,12 +71,13 @@ _DESCRIPTION = field_bound(StepProposal, "description", "max_length")
 _CONFIRM = "Confirm: "
 
 
-def normalize_output(value: Any) -> Normalized:
+def normalize_output(value: Any, rules: Rules | None = None) -> Normalized:
     """Repair what the upstream tolerated in the parsed JSON `value`, then judge it.
 
     Returns the repaired copy, each repair made, and the violations of
-    `goal-plan-output` left. Takes any value a JSON parser returns and never
-    changes it; raises nothing.
+    `goal-plan-output` left, by `rules` (the contract's own when None).
+    Takes any value a JSON parser returns and never changes it; raises
+    ValueError only for `rules` of another contract.
     """
     repairs: list[Repair] = []
     if isinstance(value, list):
@@ -129,7 +88,7 @@ def normalize_output(value: Any) -> Normalized:
     elif isinstance(value, dict) and isinstance(value.get("steps"), list):
         output = copy_json(value)
     else:  # no steps to repair: the contract says what it should have been
-        return Normalized(value, (), violations(GOAL_PLAN_OUTPUT, value))
+        return Normalized(value, (), violations(GOAL_PLAN_OUTPUT, value, rules=rules))
     for key in [key for key in output if key != "steps"]:
         reason = "not a field of a plan: dropped, as the upstream read only its steps"
         repairs.append(Repair(f"/{escape_token(key)}", output.pop(key), ABSENT, reason))
@@ -151,7 +110,7 @@ def normalize_output(value: Any) -> Normalized:
     if len(steps) == 1 < _LEAST_STEPS:
         repairs.append(_confirming(steps))
     output["steps"] = steps
-    return Normalized(output, tuple(repairs), violations(GOAL_PLAN_OUTPUT, output))
+    return Normalized(output, tuple(repairs), violations(GOAL_PLAN_OUTPUT, output, rules=rules))
 
 
 def _count(steps: list[Any]) -> str:
@@ -209,3 +168,7 @@ def _confirming(steps: list[dict[str, Any]]) -> Repair:
         "a step confirming its outcome with the same action added"
     )
     return Repair("/steps/-", ABSENT, second, reason)  # `-`: past the end, as JSON Patch says
+
+
+NORMALIZERS = {GOAL_PLAN_OUTPUT.name: Normalizer(normalize_output, field="output")}
+"""`plancontracts normalize goal-plan-output`: its `--json` record holds the answer as `output`."""

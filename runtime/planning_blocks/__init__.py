@@ -8,13 +8,14 @@ the schema, by mode), `session` (a planning session's freeze rules between
 invocations), `profiles` (the block profile of a mode), `prompts` (the
 planning protocol's prompts), `agent` (the `Thinker`: the model writing
 blocks and story responses, code rolling the planning check) and `commands`
-(`think`, `normalize`, `choose`, `validate --mode`); beside them, `mechanics`
-(checks, DCs, rewards, the parallel option's outcome, the game clock) and
-`blocks` (normalizing a block, each repair said).
+(`think`, `choose`, `validate --mode`, which `normalize --mode` shares); beside
+them, `mechanics` (checks, DCs, rewards, the parallel option's outcome, the
+game clock) and `repairs` (normalizing a block, each repair said, and the
+`NORMALIZERS` that `plancontracts normalize` finds).
 """
 
+from ..core.repairs import Normalized, Repair
 from .agent import Narration, Thinker, Thought
-from .blocks import Normalized, Repair, normalize_block
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -63,6 +64,7 @@ from .mechanics import (
 )
 from .profiles import BlockProfile, ResponseProfile, block_profile, response_profile
 from .prompts import planning_messages, story_messages
+from .repairs import normalize_block
 from .rules import (
     FROZEN_PLANS,
     PLANNING_BLOCK,

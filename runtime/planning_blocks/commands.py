@@ -1,4 +1,4 @@
-"""The planning-block commands: think, normalize, choose, and `validate --mode`."""
+"""The planning-block commands: think, choose, and `validate --mode` (which `normalize` shares)."""
 
 from __future__ import annotations
 
@@ -21,15 +21,12 @@ from ..commandkit import (
     DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
-    EXIT_USAGE,
     Output,
     RulesOption,
     add_json,
     add_max_bytes,
     add_model_options,
     bounded_int,
-    json_for_people,
-    json_name,
     label,
     model_choice,
     opened,
@@ -40,14 +37,11 @@ from ..commandkit import (
     say,
     stdin_at_most_once,
     texts,
-    to_stderr,
     unreadable,
     user_text,
-    violations_as_json,
     writer_extra,
 )
 from ..commandkit.progress import current_progress, showing_progress
-from ..core.contracts import root_type
 from ..core.errors import (
     ContractError,
     GenerationFailed,
@@ -55,13 +49,11 @@ from ..core.errors import (
     StreamError,
     UsageError,
     Violation,
-    Violations,
 )
 from ..core.files import locked, replace_file
 from ..core.rules import Rules
 from ..core.stored import current_document
-from ..core.validation import decode, parse_document
-from .blocks import ABSENT, Normalized, normalize_block
+from ..core.validation import decode
 from .mechanics import (
     ABILITIES,
     AVERAGE_SCORE,
@@ -111,7 +103,7 @@ RULES_OPTIONS = (RulesOption(_add_mode, _chosen_rules),)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `think`, `normalize` and `choose`."""
+    """Add `think` and `choose`."""
     think = commands.add_parser(
         "think", help="write a planning block for a situation with the local model"
     )
@@ -176,18 +168,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     think.set_defaults(run=_think)
 
-    normalize = commands.add_parser(
-        "normalize",
-        help="repair what the planning protocol allows in a planning block, reporting each repair",
-    )
-    normalize.add_argument("contract", metavar="CONTRACT", help=PLANNING_BLOCK.name)
-    normalize.add_argument("file", metavar="FILE", help="a JSON file, or - for stdin")
-    normalize.add_argument(
-        "--mode", choices=MODES, default="story", help="the mode to judge the result in"
-    )
-    add_json(normalize, "one JSON object: repairs, errors and the block")
-    add_max_bytes(normalize)
-    normalize.set_defaults(run=_normalize)
     _add_choose(commands)
 
 
@@ -497,64 +477,3 @@ def _turn(name: str | None) -> Iterator[None]:
         raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
     with stack:
         yield
-
-
-def _normalize(args: argparse.Namespace, out: Output) -> int:
-    root_type(args.contract)
-    if args.contract != PLANNING_BLOCK.name:
-        raise UsageError(
-            f"only {PLANNING_BLOCK.name} documents can be normalized, not {args.contract}"
-        )
-    # A named file that cannot be read is a usage error, as in every command
-    # (docs/contracts.md#a-file-that-cannot-be-read); --json still writes its
-    # record. Standard input that fails to read is an invalid document.
-    status = EXIT_INVALID
-    try:
-        with opened(args.file) as stream:
-            data = read_at_most(stream, args.max_bytes)
-    except OSError as error:
-        if args.file != "-":
-            if not args.json:
-                raise UsageError(f"{label(args.file)}: {unreadable(error)}") from None
-            status = EXIT_USAGE
-        data = Violation("", unreadable(error))
-    result: Normalized | None = None
-    if isinstance(data, Violation):
-        problems = Violations((data,))
-    else:
-        try:
-            result = normalize_block(parse_document(PLANNING_BLOCK, data), args.mode)
-            problems = result.violations
-        except ContractError as error:  # not JSON at all
-            problems = error.violations
-    repairs = result.repairs if result else ()
-    if args.json:
-        record: dict[str, Any] = {"file": json_name(args.file), "valid": not problems}
-        record["repairs"] = [
-            {
-                "pointer": r.pointer,
-                **({} if r.before is ABSENT else {"before": r.before}),
-                "after": r.after,
-                "reason": r.reason,
-            }
-            for r in repairs
-        ]
-        record.update(violations_as_json(problems))
-        record["block"] = result.block if result else None
-        # Written from a shallower frame than the parse, so as deep as it accepted.
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return status if problems else EXIT_OK
-    name = label(args.file)
-    if result is not None:
-        to_stderr(f"{name}: {len(repairs)} repair{'s' if len(repairs) != 1 else ''}\n")
-    for repair in repairs:
-        to_stderr(f"  {label(str(repair))}\n")
-    if problems:
-        verdict = "still invalid" if result is not None else "cannot be normalized"
-        to_stderr(f"{name}: {verdict} ({problems.summary()}), so nothing is printed\n")
-        for violation in problems:
-            to_stderr(f"  {label(str(violation))}\n")
-        return EXIT_INVALID
-    assert result is not None
-    out.write(json_for_people(msgspec.json.encode(result.block)) + "\n")
-    return EXIT_OK

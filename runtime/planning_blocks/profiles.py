@@ -23,7 +23,6 @@ from ..core.contracts import contract_schema
 from ..core.errors import ProfileBug
 from ..core.profiles import WHITESPACE, Bounds, Deriver, closed, every_field_written, without
 from ..core.validation import convert, violations
-from .blocks import normalize_block
 from .mechanics import (
     ABILITIES,
     MAX_DC,
@@ -34,6 +33,7 @@ from .mechanics import (
     is_parallel,
     snake_case,
 )
+from .repairs import normalize_block
 from .rules import PLANNING_BLOCK, rules_in
 
 __all__ = ["BlockProfile", "ResponseProfile", "block_profile", "choice_keys", "response_profile"]

@@ -20,9 +20,9 @@ from ..core.schema_text import schema_sections
 from ..core.templates import template
 from ..model.chat import Message
 from . import mechanics as rules
-from .blocks import PLANNING_BLOCK
 from .mechanics import Mode, RolledCheck
 from .profiles import response_profile
+from .rules import PLANNING_BLOCK
 
 __all__ = ["planning_messages", "story_messages"]
 

@@ -7,7 +7,8 @@ Judging never changes anything; it is validation's, with the planning
 protocol's rules in Story mode by default and `rules_in("think")` (or
 `THINK_MODE`) for Think mode (see `runtime.planning_blocks.rules`).
 `normalize_block` repairs only what the protocol says is repairable and
-reports each repair with its pointer, the value before and the value after:
+reports each repair with its pointer, the value before and the value after
+(a `runtime.core.repairs.Repair`):
 
 - `margin`, `success` and `quality_tier` of `plan_quality`, recomputed from
   `roll_result` and `dc` (filled in when missing);
@@ -23,10 +24,8 @@ Everything else stays as it was and is reported as a violation: an unknown
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import Violations, shown
 from ..core.jsontext import copy_json, pointer
 from ..core.plain_text import (
     control_characters,
@@ -35,51 +34,13 @@ from ..core.plain_text import (
     neutralize,
     without_controls,
 )
-from ..core.rules import as_integer
+from ..core.repairs import ABSENT, Normalized, Normalizer, Repair
+from ..core.rules import Rules, as_integer
 from ..core.validation import violations
 from .mechanics import Mode, check_outcome, is_parallel
 from .rules import PLANNING_BLOCK, check_inputs, rules_in
 
-__all__ = ["ABSENT", "PLANNING_BLOCK", "Normalized", "Repair", "normalize_block"]
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
-"The `before` of a repair that filled in a missing field."
-
-
-@dataclass(frozen=True)
-class Repair:
-    """One change `normalize_block` made: where, what was there, what is there now, and why."""
-
-    pointer: str
-    before: Any
-    "The value before, or ABSENT for a field that was missing."
-    after: Any
-    reason: str
-
-    def __str__(self) -> str:
-        before = "(absent)" if self.before is ABSENT else shown(self.before)
-        return f"{self.pointer or '(document)'}: {before} -> {shown(self.after)} ({self.reason})"
-
-
-@dataclass(frozen=True)
-class Normalized:
-    """What `normalize_block` made of a value."""
-
-    block: Any
-    "The repaired value (a new object; the input is not changed)."
-    repairs: tuple[Repair, ...]
-    violations: Violations
-    "What is still wrong after the repairs, in the mode asked for."
-
-    @property
-    def valid(self) -> bool:
-        return not self.violations
+__all__ = ["NORMALIZERS", "PLANNING_BLOCK", "normalize_block"]
 
 
 def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
@@ -89,7 +50,12 @@ def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
     Takes any value a JSON parser returns (nesting included) and never changes
     it; raises ValueError for an unknown mode only.
     """
-    rules = rules_in(mode)
+    return _normalized(value, rules_in(mode))
+
+
+def _normalized(value: Any, rules: Rules | None) -> Normalized:
+    """`normalize_block` judging by `rules`, or Story mode's when None."""
+    rules = rules or rules_in("story")
     if not isinstance(value, dict):  # not a block: nothing to repair
         return Normalized(value, (), violations(PLANNING_BLOCK, value, rules=rules))
     repairs: list[Repair] = []
@@ -98,6 +64,13 @@ def normalize_block(value: Any, mode: Mode = "story") -> Normalized:
     _recompute_check(block.get("plan_quality"), repairs)
     _parallel_last(block.get("choices"), repairs)
     return Normalized(block, tuple(repairs), violations(PLANNING_BLOCK, block, rules=rules))
+
+
+NORMALIZERS = {PLANNING_BLOCK.name: Normalizer(_normalized, field="block")}
+"""`plancontracts normalize planning-block`: judged in the mode `--mode` chose, Story by default.
+
+Its `--json` record holds the repaired block as `block`.
+"""
 
 
 def _plain_texts(block: dict[str, Any], repairs: list[Repair]) -> None:
