@@ -2,7 +2,8 @@
 
 `main` builds the parser from the contracts' own commands (`contracts`,
 `schema`, `validate`, `examples`, `generate`, in `commands`) and those each
-family registers (`register`, and its `validate` options as `RULES_OPTIONS`),
+family registers (`register`, and its `validate` options as `RULES_OPTIONS`,
+which `normalize`, in `normalizing`, offers for the families that repair),
 runs the command chosen and turns how it ended into the exit status. What
 the commands share is the command kit, `runtime.commandkit`, one layer below
 the families (docs/development.md#layers).

@@ -99,7 +99,7 @@ def _chosen_rules(args: argparse.Namespace, contract: str) -> Rules | None:
 
 
 RULES_OPTIONS = (RulesOption(_add_mode, _chosen_rules),)
-"`validate --mode think|story`: the planning protocol's rules in that mode."
+"`validate --mode think|story`, `normalize --mode`: the planning protocol's rules in that mode."
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
