@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -398,6 +399,26 @@ def test_session_run_refuses_an_events_file_it_cannot_use_in_one_line(
     assert calls.read_bytes() == before
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+@pytest.mark.parametrize("command", ["run", "drive"])
+def test_an_events_file_that_is_no_regular_file_is_refused_before_any_call(
+    tmp_path: Path, command: str, kind: str
+) -> None:
+    # A FIFO nobody reads took the events until its buffer was full, then held
+    # the run for good; a device swallows them. Only a regular file keeps them.
+    if kind == "fifo":
+        events, what = str(tmp_path / "events.fifo"), "a FIFO"
+        os.mkfifo(events)
+    else:
+        events, what = os.devnull, "a character device"
+    if command == "run":
+        done = cli("session", "run", str(calls_file(tmp_path)), "--events", events)
+    else:
+        done = cli("session", "drive", OBJECTIVE, "--events", events, "--no-download")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"plancontracts: error: --events {events}: not a regular file ({what})\n"
+
+
 @pytest.mark.process  # standard input and output redirected to files, as a shell does
 @pytest.mark.parametrize("stream", ["stdin", "stdout"])
 def test_session_run_refuses_an_events_file_that_is_a_standard_stream(
@@ -423,13 +444,27 @@ def test_session_run_refuses_an_events_file_that_is_a_standard_stream(
     assert calls.read_bytes() == before
 
 
+def _files_cannot_grow() -> None:
+    """In the child: no file may pass 1 byte, failing the write (EFBIG) rather than killing."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, 1))
+
+
+@pytest.mark.process  # a file size limit, the child's own
 def test_an_events_file_that_cannot_be_written_ends_the_run_in_one_line(tmp_path: Path) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full here")
-    done = cli("session", "run", str(calls_file(tmp_path)), "--events", "/dev/full")
+    # A regular file whose first line cannot be written, as on a full disk.
+    events = tmp_path / "events.ndjson"
+    done = subprocess.run(
+        [sys.executable, "-m", "plancontracts", "session", "run", "-", "--events", str(events)],
+        input=calls_file(tmp_path).read_text(),
+        capture_output=True,  # pipes: the limit holds files only
+        text=True,
+        timeout=120,
+        preexec_fn=_files_cannot_grow,
+    )
     assert (done.returncode, done.stdout) == (1, "")  # stopped at the first call
     assert done.stderr == (
-        "plancontracts: error: cannot write to the events file /dev/full: no space left on device\n"
+        f"plancontracts: error: cannot write to the events file {events}: file too large\n"
     )
 
 

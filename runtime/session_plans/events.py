@@ -9,7 +9,8 @@
 
 Each line is a `session-tool-event` document. The file is opened for
 appending (created if missing) before any call is made, so a file that
-cannot be opened is a usage error at once; what an earlier run wrote stays,
+cannot be opened, or is no regular file (a FIFO, a device), is a usage
+error at once; what an earlier run wrote stays,
 and the runs' lines are told apart by their `session_id`; a file the
 command made is removed again if the command fails before its first call.
 Each line goes to the system in one write, unbuffered, as soon as its call
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from io import FileIO
 from typing import TextIO
@@ -32,6 +33,7 @@ import msgspec
 from ...generated.session_plans import SessionToolEvent
 from ..commandkit import label, reason
 from ..core.errors import StreamError, UsageError
+from ..core.files import kind_of
 
 __all__ = ["EventLog", "events_file"]
 
@@ -95,12 +97,20 @@ def events_file(name: str | None, *, inputs: Iterable[str] = ()) -> Iterator[Eve
         raise UsageError("--events takes a file: standard output carries the results already")
     _refuse_the_same_file(name, inputs)
     existed = os.path.lexists(name)
+    _refuse_no_regular_file(name, lambda: os.stat(name).st_mode)  # not even opened
     try:
         # Unbuffered: each line reaches the system in one write, so none waits in
-        # a buffer for a signal or a kill to lose.
-        stream = open(name, "a+b", buffering=0)  # noqa: SIM115 (closed below, once the command is done)
+        # a buffer for a signal or a kill to lose. O_NONBLOCK: a FIFO put in the
+        # file's place since the check is opened without waiting, then refused.
+        stream = open(name, "a+b", buffering=0, opener=_without_waiting)  # noqa: SIM115 (closed below, once the command is done)
     except OSError as error:
         raise UsageError(f"cannot open the events file {label(name)}: {reason(error)}") from None
+    try:
+        _refuse_no_regular_file(name, lambda: os.fstat(stream.fileno()).st_mode)
+        os.set_blocking(stream.fileno(), True)
+    except BaseException:
+        stream.close()
+        raise
     log = EventLog(name, stream)
     try:
         _end_a_cut_line(log, stream)
@@ -114,6 +124,29 @@ def events_file(name: str | None, *, inputs: Iterable[str] = ()) -> Iterator[Eve
     finally:
         with suppress(OSError):
             stream.close()
+
+
+def _without_waiting(path: str, flags: int) -> int:
+    """`open`'s opener: the file opened with O_NONBLOCK, so a FIFO does not hold the open."""
+    return os.open(path, flags | os.O_NONBLOCK, 0o666)
+
+
+def _refuse_no_regular_file(name: str, mode: Callable[[], int]) -> None:
+    """UsageError unless `mode()` (the file's `st_mode`) is a regular file's; none there is fine.
+
+    A FIFO nobody reads takes lines until its buffer is full and then holds
+    the command for good; a device (/dev/null) drops them: only a regular
+    file keeps the events, as `--state` files are held to.
+    """
+    try:
+        found = mode()
+    except FileNotFoundError:
+        return
+    except OSError:  # left to the open, which says why in its own words
+        return
+    # A folder is left to the open, which cannot open it and says so.
+    if not (stat.S_ISREG(found) or stat.S_ISDIR(found)):
+        raise UsageError(f"--events {label(name)}: not a regular file ({kind_of(found)})")
 
 
 def _remove_if_empty(name: str, stream: FileIO) -> None:
