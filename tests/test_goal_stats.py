@@ -142,3 +142,24 @@ def test_an_old_state_is_counted_without_being_written(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["goals_by_horizon"] == {"short": 0, "mid": 0, "long": 1}
     assert state.read_bytes() == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_an_old_state_with_a_plan_of_one_step_is_counted(tmp_path: Path) -> None:
+    # jenbina kept plans of one step: the upgrade adds the confirming step and says so.
+    step = {"description": "a", "action_hint": "a", "expected_outcome": "a", "status": "active"}
+    plan = {
+        "goal_description": "Eat",
+        "goal_id": 0,
+        "steps": [step],
+        "current_step_index": 0,
+        "status": "active",
+        "times_replanned": 0,
+        "created_at": 0,
+    }
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"plans": [plan]}))
+    for arguments in [(str(old),), ("--state", str(old))]:
+        done = cli("goals", "stats", *arguments)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["steps"]["total"] == 2
+        assert "/plans/0/steps/-: a plan has at least 2 steps" in done.stderr

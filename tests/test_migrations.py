@@ -47,6 +47,7 @@ from plancontracts.generated.goal_plans import GoalPlanningSystem
 from plancontracts.runtime.core import migrations
 from plancontracts.runtime.core.files import locked
 from plancontracts.runtime.core.stored import current_document
+from plancontracts.runtime.goal_plans.repairs import normalize_output
 from plancontracts.runtime.planning_blocks.migrations import game_time
 from plancontracts.runtime.story_packages import DraftStore
 from plancontracts.runtime.story_packages.drafts import new_draft
@@ -282,6 +283,46 @@ def test_jenbinas_to_dict_with_two_goals_and_a_gap(upstream: Path) -> None:
     assert "goal 1: no plan names it, so its description is a placeholder" in done.steps[0].notes
     with pytest.raises(MigrationFailed, match="option horizon: 2 horizons given for 3 goals"):
         migrate(GOAL_PLANNING_SYSTEM, two, options={"horizon": "short,mid"})
+
+
+@pytest.mark.parametrize("status", ["active", "completed"])
+def test_jenbinas_one_step_plan_gets_the_confirming_step_normalize_adds(status: str) -> None:
+    # jenbina kept plans of one step; the contract wants two. The upgrade adds the
+    # step `normalize goal-plan-output` adds to such an answer, and says so.
+    step = {
+        "description": "Ask a neighbor for a loan",
+        "action_hint": "talk to neighbor",
+        "expected_outcome": "some cash",
+        "estimated_cycles": 3,
+        "actual_cycles": 2 if status == "completed" else 0,
+        "status": status,
+        "failure_reason": "",
+    }
+    plan = {
+        "goal_description": "Have food",
+        "goal_id": 0,
+        "steps": [step],
+        "current_step_index": 1 if status == "completed" else 0,
+        "status": status,
+        "times_replanned": 0,
+        "created_at": 0,
+    }
+    stored = {"plans": [plan]}
+    done = migrate(GOAL_PLANNING_SYSTEM, stored)
+    assert violations(GOAL_PLANNING_SYSTEM, done.value) == ()
+    (upgraded,) = done.value["plans"]
+    first, second = upgraded["steps"]
+    assert first == step
+    repair = normalize_output(
+        [{k: step[k] for k in ("description", "action_hint", "expected_outcome")}]
+    )
+    added = repair.value["steps"][1]
+    assert {k: second[k] for k in added} == added  # the very step normalize adds
+    assert second["status"] == ("completed" if status == "completed" else "pending")
+    assert upgraded["current_step_index"] == (2 if status == "completed" else 0)
+    (said,) = [note for note in done.steps[0].notes if note.startswith("/plans/0/steps/-: ")]
+    assert repair.repairs[-1].reason in said
+    assert stored["plans"][0]["steps"] == [step]  # the document given is left alone
 
 
 def test_jenbinas_other_documents_are_not_taken_for_to_dict(upstream: Path) -> None:

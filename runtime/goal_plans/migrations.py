@@ -14,7 +14,11 @@ The step recovers what the plans allow and says what it could not:
   one for every goal (`short`) or one per goal in order (`short,mid`);
   `short`, the schema's first, when not given;
 - a plan's missing `consecutive_overrides` as 0; a note a fixture added
-  beside `plans` (`_source`) is dropped, and named.
+  beside `plans` (`_source`) is dropped, and named;
+- a plan of one step, which jenbina kept and the contract does not, gets
+  the second step `normalize goal-plan-output` adds to an answer of one
+  (`repairs.confirming`: the first's action again, confirming its
+  outcome), pending, or completed in a completed plan; said per plan.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from typing import Any
 import msgspec
 
 from ...generated import GOAL_PLANNING_SYSTEM
-from ...generated.goal_plans import Goal, GoalPlanningSystem
+from ...generated.goal_plans import Goal, GoalPlan, GoalPlanningSystem, GoalStep
 from ..core.contracts import contract_schema, field_bound
 from ..core.migrations import MigrationStep
+from .repairs import confirming
 from .session import HORIZONS
 
 __all__ = ["JENBINA_TO_DICT", "MIGRATIONS"]
@@ -36,6 +41,17 @@ _PLANNING: dict[str, Any] = contract_schema(GOAL_PLANNING_SYSTEM)["x-planning"]
 _DEFAULTS = {field.name: field.default for field in msgspec.structs.fields(Goal)}
 _MOST_GOALS = field_bound(GoalPlanningSystem, "goals", "max_length")
 _TOP_FIELDS = {field.encode_name for field in msgspec.structs.fields(GoalPlanningSystem)}
+_LEAST_STEPS = field_bound(GoalPlan, "steps", "min_length")
+_STEP_DEFAULTS = {
+    field.encode_name: field.default
+    for field in msgspec.structs.fields(GoalStep)
+    if field.default is not msgspec.NODEFAULT
+}
+_STEP_TEXTS = [
+    field.encode_name
+    for field in msgspec.structs.fields(GoalStep)
+    if field.default is msgspec.NODEFAULT
+]
 
 
 def _recognizes(value: Any) -> bool:
@@ -132,11 +148,14 @@ def _upgrade(value: Any, options: Mapping[str, str]) -> tuple[Any, Sequence[str]
         notes.append(said)
     upgraded: list[dict[str, Any]] = []
     defaulted = 0
-    for plan in plans:
+    for number, plan in enumerate(plans):
         new = {**plan, "horizon": horizons[plan["goal_id"]]}
         if "consecutive_overrides" not in new:
             new["consecutive_overrides"] = 0
             defaulted += 1
+        said = _one_step_confirmed(new)
+        if said is not None:
+            notes.append(f"/plans/{number}/steps/-: {said}")
         upgraded.append(new)
     if defaulted:
         notes.append(f"consecutive_overrides not in {defaulted} plan(s): set to 0")
@@ -144,6 +163,33 @@ def _upgrade(value: Any, options: Mapping[str, str]) -> tuple[Any, Sequence[str]
     if dropped:
         notes.append(f"dropped {', '.join(dropped)}: not part of {GOAL_PLANNING_SYSTEM.name}")
     return {"goals": goals, "plans": upgraded}, notes
+
+
+def _one_step_confirmed(plan: dict[str, Any]) -> str | None:
+    """Give `plan`, if it has one step only, the confirming second step; why, or None.
+
+    The step is the one `repairs.confirming` adds to a plan answer of one,
+    with a stored step's other fields at their defaults: pending, or
+    completed when the plan is (its index then moves past it, as a
+    completed plan's does). A plan whose one step lacks a text is left for
+    the contract to refuse.
+    """
+    steps = plan.get("steps")
+    if not (isinstance(steps, list) and len(steps) == 1 < _LEAST_STEPS):
+        return None
+    (first,) = steps
+    if not isinstance(first, dict) or not all(
+        isinstance(first.get(name), str) for name in _STEP_TEXTS
+    ):
+        return None
+    repair = confirming([{name: first[name] for name in _STEP_TEXTS}])
+    second = {**_STEP_DEFAULTS, **repair.after}
+    if plan.get("status") == "completed":
+        second["status"] = "completed"
+        if plan.get("current_step_index") == 1:
+            plan["current_step_index"] = 2
+    plan["steps"] = [first, second]
+    return repair.reason
 
 
 JENBINA_TO_DICT = MigrationStep(

@@ -51,7 +51,7 @@ from ..core.repairs import ABSENT, Normalized, Normalizer, Repair
 from ..core.rules import Rules
 from ..core.validation import violations
 
-__all__ = ["NORMALIZERS", "normalize_output"]
+__all__ = ["NORMALIZERS", "confirming", "normalize_output"]
 
 
 _FIELDS = [field.encode_name for field in msgspec.structs.fields(StepProposal)]
@@ -108,7 +108,7 @@ def normalize_output(value: Any, rules: Rules | None = None) -> Normalized:
         _repair_step(f"/steps/{index}", step, repairs)
     steps = [step for _, step in kept]
     if len(steps) == 1 < _LEAST_STEPS:
-        repairs.append(_confirming(steps))
+        repairs.append(confirming(steps))
     output["steps"] = steps
     return Normalized(output, tuple(repairs), violations(GOAL_PLAN_OUTPUT, output, rules=rules))
 
@@ -152,8 +152,13 @@ def _repair_step(at: str, step: dict[str, Any], repairs: list[Repair]) -> None:
     repairs.append(Repair(pointer, cycles, clamped, reason))
 
 
-def _confirming(steps: list[dict[str, Any]]) -> Repair:
-    """A second step for a plan of one: the first's action again, confirming its outcome."""
+def confirming(steps: list[dict[str, Any]]) -> Repair:
+    """A second step for a plan of one: the first's action again, confirming its outcome.
+
+    `steps` holds one step proposal (its texts at least); the second is
+    appended to it, and the repair that says so returned. The upgrade of a
+    stored plan of one (`migrations`) makes the same repair.
+    """
     (first,) = steps
     outcome = first["expected_outcome"]
     second = {
