@@ -328,7 +328,8 @@ def test_story_play_prints_each_state_and_goes_on_past_a_refused_choice(
     assert done.returncode == 1, done.stderr  # a choice was refused
     assert done.stderr == ""
     first, entry, refused, harbour, last = _records(done.stdout)  # the 5th line is never read
-    assert first["state"]["log"] == []
+    assert "log" not in first["state"]  # the count stands for it: see --full-state
+    assert first["choices"] == 0
     assert first["happened"] == []
     assert first["offered"][0] == {
         "number": 1, "kind": "encounter", "id": "enc_new_entry",
@@ -341,7 +342,41 @@ def test_story_play_prints_each_state_and_goes_on_past_a_refused_choice(
     assert last["state"]["ended"] == "progression"
     assert last["offered"] == []
     assert last["happened"][-1] == "the story ends"
-    assert decode(STORY_PLAYTHROUGH, json.dumps(last["state"])).ended == "progression"
+    assert last["choices"] == 3
+
+
+def test_play_output_and_state_writes_grow_linearly_with_the_choices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each line and each save cost what the package holds, not what the log has grown to."""
+    from plancontracts.runtime.story_packages import playing
+
+    looping = copy.deepcopy(EXAMPLE)  # no clock, no event: the moves never end the act
+    del looping["plot"]["acts"][0]["opposingForce"]
+    del looping["plot"]["acts"][0]["inevitableEvents"]
+    package = tmp_path / "loop.json"
+    package.write_text(json.dumps(looping))
+    written: list[int] = []
+    replace = playing.replace_file
+    monkeypatch.setattr(
+        playing, "replace_file", lambda path, data: (written.append(len(data)), replace(path, data))
+    )
+    moves = ['{"choose": "loc_harbour"}\n', '{"choose": "loc_lamp_room"}\n'] * 400
+    kept = tmp_path / "play.json"
+    done = cli("story", "play", str(package), "--state", str(kept), stdin="".join(moves))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 801
+    assert len(lines[-1]) - len(lines[1]) < 16  # the 800th line no longer than the 1st (but digits)
+    assert json.loads(lines[-1])["choices"] == 800
+    final = kept.stat().st_size
+    assert len(decode(STORY_PLAYTHROUGH, kept.read_bytes()).log) == 800  # all kept in the end
+    assert sum(written) < 40 * final  # 800 rewrites of the whole file would be ~400 times it
+    full = cli("story", "play", str(package), "--full-state", stdin="".join(moves[:3]))
+    assert json.loads(full.stdout.splitlines()[-1])["state"]["log"] == [
+        {"kind": "move", "id": "loc_harbour"}, {"kind": "move", "id": "loc_lamp_room"},
+        {"kind": "move", "id": "loc_harbour"},
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

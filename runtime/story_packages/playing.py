@@ -7,17 +7,22 @@ On a pipe, standard input holds one choice per line, as NDJSON:
 `{"choose": N}` (the number an offer was printed with), `{"choose": ID}` (an
 encounter's, location's or event's id) or `{"choose": {"kind": K, "id": ID}}`
 (as the playthrough's log writes it). Each state is printed as one line,
-`{"state": PLAYTHROUGH, "offered": [...], "happened": [...]}`, the first
-before any choice; a choice refused is one line `{"line": N, "refused":
-MESSAGE}`, the state unchanged, and play goes on (the exit status is then
-1). Play stops when the story ends or the input does.
+`{"state": PLAYTHROUGH, "choices": N, "offered": [...], "happened": [...]}`,
+the first before any choice, the state without its log (only `--full-state`
+prints it: a line would otherwise grow with every choice made, and the
+output with their square); a choice refused is one line `{"line": N,
+"refused": MESSAGE}`, the state unchanged, and play goes on (the exit status
+is then 1). Play stops when the story ends or the input does.
 
 On a terminal, the state is a short summary and a numbered menu; a number or
 an id chooses, an empty line or end of input leaves.
 
 `--state FILE` resumes the playthrough kept there (after checking that it is
 one of this package, and that its log replays to it) or starts a new one, and
-replaces the file with every state, atomically, under the file's lock. A file
+replaces the file with the state, atomically, under the file's lock: on a
+pipe, once the choices since the last save number a sixteenth of the log
+saved then, and always when play stops, so the bytes written stay linear in
+the choices; on a terminal, after every choice. A file
 an older version of the contract wrote is upgraded on open, as `think
 --state` upgrades its session.
 """
@@ -94,6 +99,12 @@ def add_play(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="FILE",
         help="a story-playthrough file: resumed when it exists, and every state saved to it",
     )
+    play.add_argument(
+        "--full-state",
+        action="store_true",
+        help="print each state with its log of every choice made, not only their count "
+        "(the output then grows with the square of the choices)",
+    )
     add_max_bytes(play, "the package or a line of choices")
     play.set_defaults(run=_play)
 
@@ -120,7 +131,7 @@ def _play(args: argparse.Namespace, out: Output) -> int:
         _save(args.state, state)
         if standard_input().isatty():
             return _menu(package, state, args.state, out)
-        return _lines(package, state, args.state, args.max_bytes, out)
+        return _lines(package, state, args.state, args.max_bytes, args.full_state, out)
 
 
 def _package(name: str, limit: int) -> StoryPackage | None:
@@ -154,14 +165,28 @@ def _package(name: str, limit: int) -> StoryPackage | None:
 
 
 def _lines(
-    package: StoryPackage, state: StoryPlaythrough, keep: str | None, limit: int, out: Output
+    package: StoryPackage,
+    state: StoryPlaythrough,
+    keep: str | None,
+    limit: int,
+    full: bool,
+    out: Output,
 ) -> int:
-    """Play the NDJSON choices of standard input, printing each state; the exit status."""
+    """Play the NDJSON choices of standard input, printing each state; the exit status.
+
+    The state file `keep` is saved when the choices since its last save
+    reach a sixteenth of the log saved then (so the saves' sizes make a
+    geometric series: the bytes written are at most 17 times the last
+    file's), and when play stops for any reason, an error included.
+    Raises StreamError when standard input cannot be read or the state
+    cannot be saved.
+    """
     status = EXIT_OK
-    _print(out, _record(package, state, state))
+    _print(out, _record(package, state, state, full))
     if state.ended is not UNSET:
         return status
     stream = standard_input().buffer
+    saved = len(state.log)  # the caller saved the state play starts from
     try:
         for number, line in lines_of(stream, limit):
             try:
@@ -171,13 +196,18 @@ def _lines(
                 _print(out, {"line": number, "refused": str(refusal)})
                 status = EXIT_INVALID
                 continue
-            _save(keep, after)
-            _print(out, _record(package, state, after))
+            if len(after.log) - saved >= max(1, saved // 16):
+                _save(keep, after)
+                saved = len(after.log)
+            _print(out, _record(package, state, after, full))
             state = after
             if state.ended is not UNSET:
                 break
     except OSError as error:
         raise StreamError(f"cannot read standard input: {reason(error)}") from None
+    finally:
+        if len(state.log) != saved:
+            _save(keep, state)
     return status
 
 
@@ -205,10 +235,16 @@ def _wanted(line: bytes | Violation) -> int | str | Choice:
 
 
 def _record(
-    package: StoryPackage, before: StoryPlaythrough, after: StoryPlaythrough
+    package: StoryPackage, before: StoryPlaythrough, after: StoryPlaythrough, full: bool
 ) -> dict[str, Any]:
+    """The line printed for state `after`: with its log only when `full`, since that grows."""
+    shown_state: Any = after
+    if not full:
+        shown_state = msgspec.to_builtins(msgspec.structs.replace(after, log=[]))
+        del shown_state["log"]
     return {
-        "state": after,
+        "state": shown_state,
+        "choices": len(after.log),
         "offered": [
             {
                 "number": number,
