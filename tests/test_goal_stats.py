@@ -163,3 +163,51 @@ def test_an_old_state_with_a_plan_of_one_step_is_counted(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["steps"]["total"] == 2
         assert "/plans/0/steps/-: a plan has at least 2 steps" in done.stderr
+
+
+def _old(folder: Path) -> Path:
+    """A state jenbina's to_dict wrote: one goal, so one horizon."""
+    step = {"description": "a", "action_hint": "a", "expected_outcome": "a", "status": "active"}
+    plan = {
+        "goal_description": "Eat",
+        "goal_id": 0,
+        "steps": [step, {**step, "status": "pending"}],
+        "current_step_index": 0,
+        "status": "active",
+        "times_replanned": 0,
+        "created_at": 0,
+    }
+    old = folder / "old.json"
+    old.write_text(json.dumps({"plans": [plan]}))
+    return old
+
+
+def test_a_bad_horizon_is_a_usage_error_every_time_before_anything_is_read(
+    tmp_path: Path,
+) -> None:
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps({"goals": [], "plans": []}))
+    old = _old(tmp_path)
+    missing = tmp_path / "missing.json"
+    for file in (current, old, missing):
+        for arguments in [
+            ("goals", "stats", str(file)),
+            ("goals", "stats", "--state", str(file)),
+            ("goals", "simulate", "-", "--fallback", "--state", str(file)),
+            ("goals", "prompt", "--state", str(file)),
+        ]:
+            done = cli(*arguments, "--horizon", "bogus", stdin="")
+            assert (done.returncode, done.stdout) == (2, ""), (arguments, done.stderr)
+            assert done.stderr == (
+                "plancontracts: error: --horizon: 'bogus' is not a horizon (short, mid, long)\n"
+            )
+    # Horizons the old file has not as many goals for: the option's fault, so exit 2 too.
+    for arguments in [
+        ("goals", "stats", str(old)),
+        ("goals", "stats", "--state", str(old)),
+        ("goals", "simulate", "-", "--fallback", "--state", str(old)),
+    ]:
+        done = cli(*arguments, "--horizon", "short,mid", stdin="")
+        assert (done.returncode, done.stdout) == (2, ""), (arguments, done.stderr)
+        assert "option horizon: 2 horizons given for 1 goals" in done.stderr
+    assert not missing.exists()

@@ -80,6 +80,7 @@ from ..core.jsontext import parse
 from ..core.stored import current_document, upgraded_if_old
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
+from .migrations import HORIZON_OPTION, horizon_choice
 from .prompts import Circumstances, PlanRequest, action_messages
 from .session import HORIZONS, PlanningSystem
 from .simulation import CycleReport, Person
@@ -218,12 +219,28 @@ def _planner(args: argparse.Namespace, command: str) -> GoalPlanner:
     return GoalPlanner(load=load, say=say, seed=args.seed)
 
 
+def _check_horizon(given: str | None) -> None:
+    """UsageError, in one line, when `--horizon`'s value `given` names no horizon.
+
+    Called first, before any file is read: whether the file needs it (an
+    old one), and has as many goals, is known only once it is read, but a
+    value that names no horizon is wrong whatever the file.
+    """
+    if given is None:
+        return
+    try:
+        horizon_choice(given)
+    except ValueError as error:
+        raise UsageError(f"--horizon: {error}") from None
+
+
 def _simulate(args: argparse.Namespace, out: Output) -> int:
     with showing_progress("goals simulate", out):
         return _simulate_with(args, out)
 
 
 def _simulate_with(args: argparse.Namespace, out: Output) -> int:
+    _check_horizon(args.horizon)
     if args.state is None and args.horizon is not None:
         raise UsageError("--horizon applies to a saved simulation: give --state FILE")
     try:
@@ -345,6 +362,7 @@ def _upgraded(name: str, data: bytes, options: dict[str, str]) -> bytes:
 
 
 def _stats(args: argparse.Namespace, out: Output) -> int:
+    _check_horizon(args.horizon)
     if (args.file is None) == (args.state is None):
         raise UsageError("give one FILE, or --state FILE")
     if args.state is not None:
@@ -369,6 +387,8 @@ def _stats(args: argparse.Namespace, out: Output) -> int:
             )
             return EXIT_INVALID
         except MigrationFailed as error:
+            if error.reason.startswith(HORIZON_OPTION):  # the option's fault: as with --state
+                raise UsageError(f"{label(args.file)}: {error}") from None
             complain(f"{label(args.file)}: {error}")
             return EXIT_INVALID
     out.write(msgspec.json.encode(planning_stats(state)).decode() + "\n")
@@ -387,6 +407,7 @@ def _saved(name: str, horizon: str | None) -> GoalPlanningSystem:
 
 
 def _prompt(args: argparse.Namespace, out: Output) -> int:
+    _check_horizon(args.horizon)
     person = Person.from_contract(_saved(args.state, args.horizon), GoalPlanner())
     messages = action_messages(person.system, person.context)
     out.write(msgspec.json.encode(messages).decode() + "\n")

@@ -35,7 +35,7 @@ from ..core.migrations import MigrationStep
 from .repairs import confirming
 from .session import HORIZONS
 
-__all__ = ["JENBINA_TO_DICT", "MIGRATIONS"]
+__all__ = ["HORIZON_OPTION", "JENBINA_TO_DICT", "MIGRATIONS", "horizon_choice"]
 
 _PLANNING: dict[str, Any] = contract_schema(GOAL_PLANNING_SYSTEM)["x-planning"]
 _DEFAULTS = {field.name: field.default for field in msgspec.structs.fields(Goal)}
@@ -68,6 +68,23 @@ def _recognizes(value: Any) -> bool:
     )
 
 
+HORIZON_OPTION = "option horizon"
+"How a step failure caused by the `horizon` option starts: the option's fault, not the file's."
+
+
+def horizon_choice(given: str) -> list[str]:
+    """The horizons `given` names, one or comma-separated (`short,mid`), in order.
+
+    Raises ValueError, in one line naming the first that is no horizon, so a
+    command can refuse its `--horizon` before it reads any file.
+    """
+    chosen = [part.strip() for part in given.split(",")]
+    for part in chosen:
+        if part not in HORIZONS:
+            raise ValueError(f"{part!r} is not a horizon ({', '.join(HORIZONS)})")
+    return chosen
+
+
 def _horizons(options: Mapping[str, str], count: int) -> tuple[list[str], str]:
     """The horizon of each of `count` goals, and the note saying where it came from."""
     given = options.get("horizon")
@@ -75,18 +92,17 @@ def _horizons(options: Mapping[str, str], count: int) -> tuple[list[str], str]:
         first = HORIZONS[0]
         note = f"horizon not in the document: every goal set to {first} (option horizon)"
         return [first] * count, note
-    chosen = [part.strip() for part in given.split(",")]
-    for part in chosen:
-        if part not in HORIZONS:
-            raise ValueError(
-                f"option horizon: {part!r} is not a horizon ({', '.join(HORIZONS)}), "
-                "give one for every goal or one per goal, comma-separated"
-            )
+    try:
+        chosen = horizon_choice(given)
+    except ValueError as error:
+        raise ValueError(
+            f"{HORIZON_OPTION}: {error}, give one for every goal or one per goal, comma-separated"
+        ) from None
     if len(chosen) == 1:
         return chosen * count, f"horizon not in the document: every goal set to {chosen[0]}"
     if len(chosen) != count:
         raise ValueError(
-            f"option horizon: {len(chosen)} horizons given for {count} goals "
+            f"{HORIZON_OPTION}: {len(chosen)} horizons given for {count} goals "
             "(give one for every goal, or one per goal)"
         )
     return chosen, f"horizon not in the document: goals set to {', '.join(chosen)} in order"
