@@ -494,6 +494,9 @@ def _alive(pid: int) -> bool:
         (["--assets", "{tmp}", "--asset-command", "gen 'a {out}"], "No closing quotation"),
         (["--assets", "{tmp}", "--asset-command", ""], "names no program"),
         (["--assets", "{tmp}", "--asset-command", "no-such-program-x {out}"], "not on PATH"),
+        (["--assets", "{tmp}", "--asset-command", "{prompt} {out}"], 'program "{prompt}" is'),
+        (["--assets", "{tmp}", "--asset-command", "{out}"], 'program "{out}" is a placeholder'),
+        (["--assets", "{tmp}", "--asset-command", "/bin/{key} {out}"], "/bin/{key}"),
     ],
 )
 def test_asset_options_are_refused_in_one_line_before_any_call(

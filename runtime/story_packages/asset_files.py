@@ -197,8 +197,9 @@ class AssetCommand:
         """The command of `text`, split as a POSIX shell would, never run through one.
 
         Raises ValueError, in one line, for text `shlex` cannot split, no
-        program, a brace not closed or doubled (`{{` is a brace), a
-        placeholder not in `PLACEHOLDERS`, or no `{out}` anywhere.
+        program, a program named by a placeholder, a brace not closed or
+        doubled (`{{` is a brace), a placeholder not in `PLACEHOLDERS`, or no
+        `{out}` anywhere.
         """
         try:
             arguments = tuple(shlex.split(text))
@@ -206,6 +207,12 @@ class AssetCommand:
             raise ValueError(f"cannot be split as a shell would: {error}") from None
         if not arguments:
             raise ValueError("names no program")
+        if any(True for _ in _fields(arguments[0])):
+            # A prompt is story text (a model's, in build and drive): it must not choose what runs.
+            raise ValueError(
+                f"the program {shown(arguments[0])} is a placeholder, or holds one: "
+                "name the program itself, and give placeholders as its arguments"
+            )
         named: set[str] = set()
         for argument in arguments:
             named.update(_fields(argument))
