@@ -9,6 +9,7 @@ same paths a model's calls take.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -326,6 +327,18 @@ if behaviour == "background":
         os._exit(0)
     with open(log + ".pids", "w") as stream:
         stream.write(str(child))
+if behaviour == "late":
+    child = os.fork()
+    if child == 0:  # writes the file once the program has exited 0 without it
+        time.sleep(1)
+        open(out, "wb").write(b"\x89PNG\r\n\x1a\n" + bytes(8))
+        os._exit(0)
+    with open(log + ".pids", "w") as stream:
+        stream.write(str(child))
+    sys.exit(0)
+if behaviour == "folder":
+    os.mkdir(out)
+    sys.exit(0)
 if behaviour == "gif":
     open(out, "wb").write(b"GIF89a" + bytes(20))
     sys.exit(0)
@@ -455,6 +468,26 @@ def test_a_command_that_hangs_is_killed_with_what_it_started(
 
 
 @pytest.mark.process
+def test_what_a_failed_program_left_running_is_killed_and_writes_nothing_later(
+    tmp_path: Path, maker: tuple[str, Path]
+) -> None:
+    command, log = maker
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    lines = [call(PREMISE, premise()), call(CHARACTER, character())]
+    options = ("--assets", str(assets), "--asset-command", command)
+    status, records, _ = story_run(tmp_path, lines, *options, env={"MAKER": "late"})
+    assert status == 1
+    assert "exited 0 but wrote no file at " in records[1]["error"]["message"]
+    child = int(Path(f"{log}.pids").read_text())
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    assert [p for p in assets.rglob("*") if p.parent != assets] == []  # and never wrote its file
+
+
+@pytest.mark.process
 def test_a_program_that_leaves_something_running_is_not_waited_for(
     tmp_path: Path, maker: tuple[str, Path]
 ) -> None:
@@ -469,8 +502,14 @@ def test_a_program_that_leaves_something_running_is_not_waited_for(
         assert records[1]["ok"] is True
         # Its output still open, the background child had not ended when the call did.
         assert not Path(f"{log}.ended").exists()
+        child = int(Path(f"{log}.pids").read_text())
+        deadline = time.monotonic() + 30
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)  # killed with the program's group, once the program ended
     finally:
-        os.kill(int(Path(f"{log}.pids").read_text()), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(Path(f"{log}.pids").read_text()), signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

@@ -238,8 +238,9 @@ class AssetCommand:
 
         The program gets no standard input, and its output (both streams) is
         read and only its last `_TAIL` bytes kept, for the error. It runs in a
-        session of its own, so that on a timeout or an interruption it and
-        what it started are killed together. It fails when it cannot start,
+        session of its own, so that when it ends, passes the timeout or is
+        interrupted, what it started and left running is killed with it
+        (nothing it started writes `out` later). It fails when it cannot start,
         exits other than 0, is killed by a signal, passes the timeout,
         or leaves no file at `out` in the format of the asset's kind.
         """
@@ -317,9 +318,10 @@ def _fields(argument: str) -> Iterator[str]:
 def _run(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
     """Run `argv` to its end or `timeout`: its exit status (None: timed out) and output's tail.
 
-    Raises `AssetGenerationError` when the program cannot start. On a timeout
-    or any exception (Ctrl-C included) the program's whole session is killed
-    and waited for before this returns or raises.
+    Raises `AssetGenerationError` when the program cannot start. However it
+    ends (on its own, on a timeout, or on any exception, Ctrl-C included) the
+    program's whole session is killed, and the program reaped, before this
+    returns or raises.
     """
     try:
         process = subprocess.Popen(
@@ -348,7 +350,7 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                 # In short waits: a program that has ended while something it started
                 # (in the background) keeps the output open is not waited on to the timeout.
                 if not selector.select(min(left, _POLL)):
-                    if process.poll() is not None:
+                    if _ended(process):
                         break
                     continue
                 chunk = os.read(process.stdout.fileno(), 65536)
@@ -356,16 +358,25 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, bytes]:
                     break
                 tail += chunk
                 del tail[:-_TAIL]
-        try:
-            return process.wait(max(0.0, deadline - time.monotonic())), bytes(tail)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            return None, bytes(tail)
+        while not _ended(process):
+            if time.monotonic() >= deadline:
+                _kill(process)
+                return None, bytes(tail)
+            time.sleep(min(_POLL / 4, max(0.0, deadline - time.monotonic())))
+        _kill(process)  # what it left running in the background: still its group, never reused
+        status = process.returncode
+        assert status is not None
+        return status, bytes(tail)
     except BaseException:
         _kill(process)
         raise
     finally:
         process.stdout.close()
+
+
+def _ended(process: subprocess.Popen[bytes]) -> bool:
+    """Whether `process` has ended, left unreaped: its id, its group's, stays its own till then."""
+    return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
