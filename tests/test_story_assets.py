@@ -425,6 +425,7 @@ def test_the_command_makes_every_asset_with_its_arguments_never_through_a_shell(
         ("gif", "wrote no PNG image at "),
         ("link", "exited 0 but wrote a link at "),
         ("fifo", "exited 0 but wrote a FIFO at "),
+        ("folder", "exited 0 but wrote a folder at "),
     ],
 )
 def test_a_command_that_fails_refuses_the_call_naming_the_asset_and_leaves_no_file(
@@ -442,7 +443,7 @@ def test_a_command_that_fails_refuses_the_call_naming_the_asset_and_leaves_no_fi
     assert message in error
     assert "\n" not in error
     assert len(error) < 400
-    assert [p for p in assets.rglob("*") if not p.is_dir()] == []  # no file, link or FIFO
+    assert [p for p in assets.rglob("*") if p.parent != assets] == []  # no file, link, FIFO, folder
     with DraftStore(tmp_path / "s.db") as store:
         assert store.load_draft(records[0]["session"]).characters == []
 

@@ -291,10 +291,16 @@ def _head(out: Path, wrote: str) -> bytes:
         if error.errno == errno.ELOOP:
             raise AssetGenerationError(f"{wrote} a link at {where}, not a file") from None
         raise AssetGenerationError(f"cannot read {where}: {reason(error)}") from None
+    # Its kind is asked before it is read as a file: Python refuses to open a folder's descriptor.
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except BaseException:
+        os.close(descriptor)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        raise AssetGenerationError(f"{wrote} {kind_of(mode)} at {where}, not a file")
     with os.fdopen(descriptor, "rb") as made:
-        mode = os.fstat(made.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise AssetGenerationError(f"{wrote} {kind_of(mode)} at {where}, not a file")
         return made.read(12)
 
 
@@ -459,7 +465,19 @@ class FileAssets:
             self.command.make(request, part)
             os.replace(part, file)
         finally:
-            part.unlink(missing_ok=True)
+            _remove(part)
+
+
+def _remove(path: Path) -> None:
+    """Remove what a failed command left at `path`: a file, link, FIFO or folder, if any.
+
+    Errors are not raised: the command's own failure is what the call reports.
+    """
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 # The command line -----------------------------------------------------------------------------
