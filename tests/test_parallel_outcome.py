@@ -32,6 +32,8 @@ from plancontracts.runtime.planning_blocks import (
 from plancontracts.runtime.planning_blocks.mechanics import (
     COMPLEXITY_DC,
     COORDINATION_PER_TASK,
+    MAX_DC,
+    MIN_DC,
     PARALLEL_REWARD,
     check_outcome,
 )
@@ -281,6 +283,36 @@ def test_choose_rolls_the_parallel_option_and_prints_its_outcome(tmp_path: Any) 
         assert expected.describe() in text.stdout
         assert text.stdout.count("\n") == 1
     assert seen == {"success", "partial", "breakdown"}  # forty seeds reach every outcome
+
+
+@pytest.mark.parametrize(
+    ("given", "analysis", "base_dc", "coordination_dc"),
+    [
+        (["--base-dc", "12"], None, 12, 14),  # 12 + 2 for the second task
+        (["--base-dc", "29"], None, 29, 31),
+        (["--base-dc", "40"], None, 40, 40),  # 42, held at the highest DC
+        ([], None, 12, 14),  # the option's own base_dc
+        ([], {"coordination_dc": 16}, None, 16),  # only the coordination DC stated
+    ],
+)
+def test_choose_json_says_the_base_dc_it_was_given_and_the_coordination_dc_apart(
+    tmp_path: Any,
+    given: list[str],
+    analysis: dict[str, Any] | None,
+    base_dc: int | None,
+    coordination_dc: int,
+) -> None:
+    # `base_dc` was the coordination DC: 14 for a --base-dc of 12.
+    document = _document()
+    if analysis is not None:
+        document["choices"]["parallel_gate"]["analysis"] = analysis
+    path = _write(tmp_path, document)
+    done = cli("choose", path, "parallel_gate", *given, "--seed", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert (record["base_dc"], record["coordination_dc"]) == (base_dc, coordination_dc)
+    moved = sum(modifier["change"] for modifier in record["modifiers"])
+    assert record["dc"] == max(MIN_DC, min(MAX_DC, coordination_dc + moved))
 
 
 def test_choose_rolls_with_the_better_planning_ability(tmp_path: Any) -> None:

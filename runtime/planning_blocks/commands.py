@@ -16,7 +16,7 @@ from typing import Any, get_args
 import msgspec
 
 from ...generated import PLANNING_SESSION
-from ...generated.planning_blocks import PlanningSession
+from ...generated.planning_blocks import ParallelAnalysis, PlanningBlock, PlanningSession
 from ..commandkit import (
     DEFAULT_MAX_BYTES,
     EXIT_INVALID,
@@ -246,12 +246,31 @@ def _choose(args: argparse.Namespace, out: Output) -> int:
             line = rolled.describe()
             if rolled.dc.dc != rolled.dc.base_dc or rolled.dc.modifiers:
                 line += f" [DC {_dc_line(rolled.dc, 'coordination DC')}]"
-            record.update(_dc_record(rolled.dc))
+            # The check starts from the coordination DC, which the base DC only
+            # leads to (2 per task beyond the first, the complexity): both are said.
+            record["base_dc"] = _parallel_base_dc(block, args.key, args.base_dc)
+            record["coordination_dc"] = rolled.dc.base_dc
+            record.update({k: v for k, v in _dc_record(rolled.dc).items() if k != "base_dc"})
             record.update(_roll_record(rolled))
     except ValueError as error:  # a parallel option without a DC, or past the bounds
         raise UsageError(f"{label(args.key)}: {error}") from None
     out.write(json.dumps(record, ensure_ascii=False) + "\n" if args.json else label(line) + "\n")
     return EXIT_OK
+
+
+def _parallel_base_dc(block: PlanningBlock, key: str, given: int | None) -> int | None:
+    """The base DC the coordination DC of parallel option `key` came from, as `--json` says it.
+
+    `given` (`--base-dc`) when there is one, else the option's own
+    `analysis.base_dc`; None when the option states only its
+    `coordination_dc`, which is then taken as it is.
+    """
+    if given is not None:
+        return given
+    analysis = block.choices[key].analysis
+    if isinstance(analysis, ParallelAnalysis) and isinstance(analysis.base_dc, int):
+        return analysis.base_dc
+    return None
 
 
 def _dc_line(dc: DcAdjustment, base: str) -> str:
