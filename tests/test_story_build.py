@@ -23,7 +23,7 @@ from commands import cli, without_a_model
 from hypothesis import assume, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from local_servers import conforming, model_server
+from local_servers import Reply, conforming, model_server
 from schema_strategies import valid_documents
 from tiers import examples_at_most
 from writers import WrittenWhole
@@ -375,6 +375,18 @@ def test_the_build_command_makes_the_shape_asked_for() -> None:
     package = decode(STORY_PACKAGE, json.dumps(last["package"]))  # the schema and the rules
     (act,) = package.plot.acts
     assert [len(each.encounters or ()) for each in act.sandbox_locations] == [3, 3, 3]
+
+
+def test_a_build_that_no_call_of_succeeds_says_nothing_is_kept(tmp_path: Path) -> None:
+    database = tmp_path / "stories.db"
+    with model_server(lambda number, body: Reply(content="not JSON")) as server:
+        done = cli("story", "build", PREMISE, "--max-calls", "1", "--db", str(database),
+                   "--server", server.url)  # fmt: skip
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("plancontracts: no package: ")
+    assert last.endswith("; nothing is kept: no call was accepted")
+    assert not database.exists()  # made by this run, which saved nothing in it
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -446,7 +446,28 @@ def test_a_hostile_answer_is_refused_and_asked_again(
     assert (status, lines) == (1, [])
     last = stderr.splitlines()[-1]
     assert last.startswith("plancontracts: the drive stopped after 0 calls: ")
-    assert last.endswith(f"the draft is kept in {database} as session " + last.rsplit(" ", 1)[-1])
+    assert last.endswith("; nothing is kept: no call was accepted")
+    assert not database.exists()  # made by this run, which saved nothing in it
+
+
+def test_a_failed_run_leaves_no_database_it_made_and_touches_no_other(tmp_path: Path) -> None:
+    made = tmp_path / "made.db"
+    done = cli("story", "drive", PREMISE, "--db", str(made), "--server", "http://127.0.0.1:9")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert not made.exists()  # no server: nothing was saved, nothing is left
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.commit()
+    done = cli("story", "drive", PREMISE, "--db", str(other), "--server", "http://127.0.0.1:9")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"plancontracts: error: {other}: not a story database (no drafts or packages table)\n"
+    )
+    with closing(sqlite3.connect(other)) as connection:
+        tables = connection.execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("notes",)]  # no story table added to it
 
 
 def test_the_model_stopping_keeps_the_calls_made(tmp_path: Path) -> None:

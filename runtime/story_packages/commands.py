@@ -70,7 +70,7 @@ from .graph import FORMATS, dot
 from .playing import add_play
 from .rules import STORY_PACKAGE_RULES
 from .session import DraftSession
-from .storage import DraftStore, session_id
+from .storage import DraftStore, kept_note, opened_store, session_id
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -320,8 +320,8 @@ def _add_build(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--db",
         type=Path,
         metavar="PATH",
-        help="a SQLite database (made if missing) that keeps the draft after every successful "
-        "call and the finalized package",
+        help="a SQLite database (made if missing, and removed if the build saves nothing in "
+        "it) that keeps the draft after every successful call and the finalized package",
     )
     build.add_argument(
         "--out",
@@ -354,12 +354,7 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     assets = asset_hook_from(args)
     with ExitStack() as stack:
-        store = None
-        if args.db is not None:
-            try:
-                store = stack.enter_context(DraftStore(args.db))
-            except StoreError as error:
-                raise UsageError(str(error)) from None
+        store = None if args.db is None else opened_store(args.db, stack)
         session = DraftSession(store=store, packages=args.out, assets=assets)
         progress = current_progress()
         with progress.doing("loading the model"):
@@ -389,19 +384,21 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
             on_call=printed,
             session=session,
         )
-        kept = f"; the draft is kept in {label(str(args.db))} as session {session.draft.package_id}"
-        kept = kept if store is not None else ""
+
+        def kept() -> str:  # asked of the database once the build stops: what it really holds
+            return kept_note(store, session.draft.package_id, label(str(args.db)))
+
         try:
             build = run_trio(work)
         except GenerationFailed as failure:
             stopped = f"the model stopped after {len(made)} calls: {label(str(failure))}"
-            say(f"no package: {stopped}{kept}")
+            say(f"no package: {stopped}{kept()}")
             return EXIT_INVALID
         if build.package is None:
             calls = f"{len(made)} call" + ("" if len(made) == 1 else "s")
             last = made[-1].result if made else None
             refused = f"; the last was refused: {last.message}" if last and not last.ok else ""
-            say(f"no package: the build ran out of calls after {calls}{refused}{kept}")
+            say(f"no package: the build ran out of calls after {calls}{refused}{kept()}")
             return EXIT_INVALID
         out.write(msgspec.json.encode({"package": build.package}).decode() + "\n")
         return EXIT_OK

@@ -42,7 +42,7 @@ from .agent import DRIVE_CALLS, MAX_DRIVE_CALLS, Drive
 from .asset_files import add_asset_options, asset_hook_from
 from .assets import AssetHook
 from .session import DraftSession
-from .storage import DraftStore, session_id
+from .storage import DraftStore, kept_note, opened_store, session_id
 from .tools import tool_definitions
 
 __all__ = ["add_drive", "add_tools"]
@@ -87,8 +87,9 @@ def add_drive(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--db",
         type=Path,
         metavar="PATH",
-        help="a SQLite database (made if missing) that keeps the draft after every successful "
-        "call and the finalized package; without it, nothing is kept",
+        help="a SQLite database (made if missing, and removed if the drive saves nothing in "
+        "it) that keeps the draft after every successful call and the finalized package; "
+        "without it, nothing is kept",
     )
     drive.add_argument(
         "--session",
@@ -120,7 +121,8 @@ def _drive_with(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     assets = asset_hook_from(args)
     with ExitStack() as stack:
-        drive = _opened(args, stack, assets)
+        store = None if args.db is None else opened_store(args.db, stack)
+        drive = _opened(args, store, assets)
         require_extra(writer_extra(args), "story drive")
         from ..model.choice import load_writer
         from .agent import Driver
@@ -145,36 +147,27 @@ def _drive_with(args: argparse.Namespace, out: Output) -> int:
         work = partial(
             driver.drive, drive, max_calls=args.max_calls, seed=args.seed, on_call=printed
         )
-        kept = (
-            f"; the draft is kept in {label(str(args.db))} as session {session}"
-            if args.db is not None
-            else "; nothing is kept (--db keeps the draft)"
-        )
         try:
             run_trio(work)
         except GenerationFailed as failure:
+            kept = _kept(store, args.db, session)
             say(f"the drive stopped after {_calls(len(drive.calls))}: {label(str(failure))}{kept}")
             return EXIT_INVALID
         if drive.package is None:
             # As `session drive`: calls running out is where a drive stops, not a failure.
+            kept = _kept(store, args.db, session)
             say(f"the drive made its {_calls(args.max_calls)}; the package is not finalized{kept}")
             return EXIT_OK
         out.write(msgspec.json.encode({"package": drive.package}).decode() + "\n")
         return EXIT_OK
 
 
-def _opened(args: argparse.Namespace, stack: ExitStack, assets: AssetHook | None) -> Drive:
-    """The drive the options ask for: a new draft, kept in `--db` if given, or `--session`'s.
+def _opened(args: argparse.Namespace, store: DraftStore | None, assets: AssetHook | None) -> Drive:
+    """The drive the options ask for: a new draft, kept in `store` (`--db`), or `--session`'s.
 
-    Raises UsageError, in one line, for a database that cannot be used, a
-    session it does not hold, or a premise that does not fit.
+    Raises UsageError, in one line, for a session the store does not hold,
+    or a premise that does not fit.
     """
-    store = None
-    if args.db is not None:
-        try:
-            store = stack.enter_context(DraftStore(args.db))
-        except StoreError as error:
-            raise UsageError(str(error)) from None
     try:
         if store is None or args.session is None:
             new = DraftSession(store=store, packages=args.out, assets=assets)
@@ -189,6 +182,13 @@ def _opened(args: argparse.Namespace, stack: ExitStack, assets: AssetHook | None
         raise UsageError(str(error)) from None
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def _kept(store: DraftStore | None, db: Path | None, session: str) -> str:
+    """What a stopped drive says it kept, as the database has it, not as the run hoped."""
+    if db is None:
+        return "; nothing is kept (--db keeps the draft)"
+    return kept_note(store, session, label(str(db)))
 
 
 def _calls(count: int) -> str:

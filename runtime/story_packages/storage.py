@@ -20,11 +20,13 @@ are kept.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -40,7 +42,14 @@ from ..core.migrations import Migrated, backup_path, steps_of
 from ..core.stored import upgraded_if_old
 from ..core.validation import decode
 
-__all__ = ["DraftStore", "read_package", "session_id", "write_package"]
+__all__ = [
+    "DraftStore",
+    "kept_note",
+    "opened_store",
+    "read_package",
+    "session_id",
+    "write_package",
+]
 
 _Stored = TypeVar("_Stored")
 _Done = TypeVar("_Done")
@@ -87,8 +96,10 @@ class DraftStore:
         migrated on open (see `_upgrade`): `say` is given one line per step
         and one naming the backup of the old database. With `create` False,
         a database that is not there, or holds no story tables, is refused
-        and nothing is made. Raises `StoreError` when the database cannot be
-        used or a stored document's migration fails.
+        and nothing is made; with `create` True, a database holding other
+        tables and neither story table is refused too, and left as it was.
+        Raises `StoreError` when the database cannot be used or a stored
+        document's migration fails.
         """
         self.path = path
         try:
@@ -104,7 +115,9 @@ class DraftStore:
         except sqlite3.Error as error:
             raise StoreError(f"{path}: cannot be used as a story database: {error}") from None
         try:
-            if create:
+            tables = self._tables()
+            # A database of other tables is another program's: none is added to it.
+            if create and (not tables or tables & {table for table, _, _ in _STORED}):
                 for table in _TABLES:
                     self._execute(table)
             else:
@@ -271,14 +284,28 @@ class DraftStore:
             raise StoreError(f"cannot read {self.path}: {error}") from None
         return [row[0] for row in rows]
 
-    def _require_tables(self) -> None:
-        """Raise `StoreError` unless the database holds the tables a store makes."""
-        names = {
+    def is_empty(self) -> bool:
+        """Whether the database holds no draft and no package. Raises `StoreError`."""
+        try:
+            found = self._execute(
+                "SELECT EXISTS (SELECT 1 FROM drafts) OR EXISTS (SELECT 1 FROM packages)"
+            ).fetchone()
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot read {self.path}: {error}") from None
+        return not found[0]
+
+    def _tables(self) -> set[str]:
+        """The names of the database's tables; raises `sqlite3.Error`."""
+        return {
             table
             for (table,) in self._execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'"
             ).fetchall()
         }
+
+    def _require_tables(self) -> None:
+        """Raise `StoreError` unless the database holds the tables a store makes."""
+        names = self._tables()
         wanted = {table for table, _, _ in _STORED}
         if not wanted <= names:
             raise StoreError(f"{self.path}: not a story database (no drafts or packages table)")
@@ -329,6 +356,63 @@ class DraftStore:
 
 _STORED = (("drafts", "draft", STORY_DRAFT), ("packages", "package", STORY_PACKAGE))
 "Each table, its column and the contract of the documents it keeps."
+
+
+def opened_store(path: Path, stack: ExitStack) -> DraftStore:
+    """The store at `path` (`--db`), closed when `stack` ends; removed then if this run made it.
+
+    A database this run made that holds no draft and no package when the run
+    ends, however it ends, is deleted with its journal: a run that failed
+    before its first accepted call leaves nothing behind. Raises UsageError,
+    in one line, for a database that cannot be used.
+    """
+    made = not os.path.lexists(path)
+    empty: list[bool] = []
+    if made:
+        stack.callback(_remove_if_empty, path, empty)  # runs last: after the store is closed
+    try:
+        store = stack.enter_context(DraftStore(path))
+    except StoreError as error:
+        raise UsageError(str(error)) from None
+    if made:
+        stack.callback(_note_if_empty, store, empty)  # runs first: while the store is open
+    return store
+
+
+def _note_if_empty(store: DraftStore, empty: list[bool]) -> None:
+    try:
+        empty.append(store.is_empty())
+    except StoreError:
+        empty.append(False)  # what it holds is unknown: it is kept
+
+
+def _remove_if_empty(path: Path, empty: list[bool]) -> None:
+    """Delete the database at `path` and its journal when `empty` says so, or said nothing.
+
+    Nothing said: the store could not be opened on the file this run made.
+    """
+    if empty and not empty[0]:
+        return
+    for name in (str(path), f"{path}-journal", f"{path}-wal", f"{path}-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def kept_note(store: DraftStore | None, session: str, db: str) -> str:
+    """What a run that stopped says it kept: `; the draft is kept in DB as session ID` or
+    `; nothing is kept: no call was accepted`; empty without a store.
+
+    It asks the store, so it says what is there, not what a run hoped to save.
+    """
+    if store is None:
+        return ""
+    try:
+        saved = store.find_draft(session) is not None
+    except (StoreError, UsageError):
+        return ""
+    if not saved:
+        return "; nothing is kept: no call was accepted"
+    return f"; the draft is kept in {db} as session {session}"
 
 
 def _migrated(contract: Contract[Any], text: object) -> Migrated | None:
