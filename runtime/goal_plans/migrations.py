@@ -169,9 +169,9 @@ def _upgrade(value: Any, options: Mapping[str, str]) -> tuple[Any, Sequence[str]
         if "consecutive_overrides" not in new:
             new["consecutive_overrides"] = 0
             defaulted += 1
-        said = _one_step_confirmed(new)
-        if said is not None:
-            notes.append(f"/plans/{number}/steps/-: {said}")
+        confirmed = _one_step_confirmed(new)
+        if confirmed is not None:
+            notes.append(f"/plans/{number}/steps/-: {confirmed}")
         upgraded.append(new)
     if defaulted:
         notes.append(f"consecutive_overrides not in {defaulted} plan(s): set to 0")
