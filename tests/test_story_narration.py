@@ -189,3 +189,46 @@ def test_a_server_writing_the_block_into_the_narrative_is_refused_in_one_line() 
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     assert "no response for 'the guard dozes off'" in done.stderr
+
+
+def _narrative_of(text: str) -> Any:
+    """A server that ignores the constraint and writes `text` as the narrative."""
+
+    def reply(number: int, body: dict[str, Any]) -> Reply:
+        document = simplest_document(sent_schema(body))
+        if "narrative" in document:
+            document["narrative"] = text
+        return Reply(content=json.dumps(document))
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("narrative", "said"),
+    [
+        (
+            "He waits. " + json.dumps({"alternatives": {"wait": {}}}),
+            '/narrative: holds planning-block JSON ("{\\"alternatives\\": {\\"wait\\": {}}}"); '
+            "the narrative is story prose only; the choices go in planning_block",
+        ),
+        (
+            "He waits.\x07 The bell.",
+            "/narrative: holds control characters (U+0007); the narrative is plain text",
+        ),
+        (
+            "He waits for `the bell`.",
+            "/narrative: is not the plain prose a narrative is written in",
+        ),
+    ],
+)
+def test_a_refused_narrative_is_said_in_the_rules_words_not_the_profiles_pattern(
+    narrative: str, said: str
+) -> None:
+    # The profile's pattern said what it refused as a raw regular expression.
+    with model_server(_narrative_of(narrative)) as server:
+        done = cli("think", "--server", server.url, "--narrate", "the guard dozes off")
+    assert (done.returncode, done.stdout) == (1, "")
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("plancontracts: no response for 'the guard dozes off': ")
+    assert said in last
+    assert "does not match" not in done.stderr

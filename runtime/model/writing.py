@@ -345,6 +345,7 @@ async def write_under_profile(
     who: str,
     attempts: int = FAMILY_ATTEMPTS,
     on_text: Callable[[str, int, int], Awaitable[None]] | None = None,
+    explain: Callable[[Any, Violations], Violations] | None = None,
 ) -> _T:
     """How the families' generators write: under their own profile, re-asked when refused.
 
@@ -355,7 +356,9 @@ async def write_under_profile(
     refusal is said in one line, starting with `who` (`think`). Raises
     WriteFailed, a GenerationFailed, when `attempts` answers were refused:
     the generator then falls back as it did before there was a re-ask.
-    `on_text` hears each piece as `write_checked` says.
+    `on_text` hears each piece as `write_checked` says. `explain`, given
+    an answer the profile refused and why, may say it in the contract's
+    words (a pattern says only that it does not match).
     """
     from ..core.errors import ProfileBug
     from ..core.jsontext import parse
@@ -367,7 +370,7 @@ async def write_under_profile(
             return Violations([Violation(error.pointer, error.message)])
         refused = profile_violations(document, schema)
         if refused:
-            return refused
+            return refused if explain is None else explain(document, refused)
         try:
             return accept(document)
         except ContractError as error:

@@ -164,6 +164,7 @@ class Thinker:
             accept=partial(profile.to_response, frozen_plans=builtins),
             say=self.say,
             who="think",
+            explain=profile.explain,
         )
         return Narration(response, text)
 

@@ -20,7 +20,7 @@ import msgspec
 from ...generated import STORY_RESPONSE
 from ...generated.planning_blocks import PlanningBlock, StoryResponse
 from ..core.contracts import contract_schema
-from ..core.errors import ProfileBug
+from ..core.errors import ProfileBug, Violation, Violations
 from ..core.profiles import WHITESPACE, Bounds, Deriver, closed, every_field_written, without
 from ..core.validation import convert, violations
 from .mechanics import (
@@ -271,6 +271,40 @@ class ResponseProfile:
             raise ProfileBug(f"a response decoded under the profile is invalid: {listed}")
         typed: StoryResponse = convert(STORY_RESPONSE, response)
         return typed
+
+    def explain(self, document: Any, refused: Violations) -> Violations:
+        """`refused` (why the profile refused `document`) with the narrative's said in words.
+
+        The profile's pattern can only say that the narrative does not match
+        it, as a regular expression; the contract's rules say what it holds
+        (planning-block JSON, control characters, markup) and where that
+        goes, and are put in its place. A narrative the rules allow but the
+        pattern does not (a backtick, say) is said as the prose it is not.
+        Everything else refused is kept as it is.
+        """
+        narrative = document.get("narrative") if isinstance(document, dict) else None
+        if not isinstance(narrative, str) or not any(
+            problem.pointer == _NARRATIVE and problem.keyword == "pattern" for problem in refused
+        ):
+            return refused
+        said = [
+            problem
+            for problem in violations(STORY_RESPONSE, {"narrative": narrative})
+            if problem.pointer == _NARRATIVE
+        ] or [Violation(_NARRATIVE, _NOT_PROSE, "pattern")]
+        rest = [
+            problem
+            for problem in refused
+            if not (problem.pointer == _NARRATIVE and problem.keyword == "pattern")
+        ]
+        return Violations([*said, *rest], complete=refused.complete)
+
+
+_NARRATIVE = "/narrative"
+_NOT_PROSE = (
+    "is not the plain prose a narrative is written in: no JSON, markup, backtick, tilde "
+    "or control character, and it starts with a word"
+)
 
 
 def response_profile(*, max_situational: int = 3, bounds: Bounds = BLOCK_BOUNDS) -> ResponseProfile:
