@@ -209,5 +209,5 @@ def test_a_bad_horizon_is_a_usage_error_every_time_before_anything_is_read(
     ]:
         done = cli(*arguments, "--horizon", "short,mid", stdin="")
         assert (done.returncode, done.stdout) == (2, ""), (arguments, done.stderr)
-        assert "option horizon: 2 horizons given for 1 goals" in done.stderr
+        assert "option horizon: 2 horizons given for 1 goal (give one" in done.stderr
     assert not missing.exists()

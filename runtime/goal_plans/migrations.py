@@ -102,7 +102,8 @@ def _horizons(options: Mapping[str, str], count: int) -> tuple[list[str], str]:
         return chosen * count, f"horizon not in the document: every goal set to {chosen[0]}"
     if len(chosen) != count:
         raise ValueError(
-            f"{HORIZON_OPTION}: {len(chosen)} horizons given for {count} goals "
+            f"{HORIZON_OPTION}: {len(chosen)} horizons given for {count} "
+            f"goal{'s' if count != 1 else ''} "
             "(give one for every goal, or one per goal)"
         )
     return chosen, f"horizon not in the document: goals set to {', '.join(chosen)} in order"
