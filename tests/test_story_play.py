@@ -349,6 +349,7 @@ def test_play_output_and_state_writes_grow_linearly_with_the_choices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each line and each save cost what the package holds, not what the log has grown to."""
+    from plancontracts.runtime.core.files import replace_file
     from plancontracts.runtime.story_packages import playing
 
     looping = copy.deepcopy(EXAMPLE)  # no clock, no event: the moves never end the act
@@ -357,10 +358,12 @@ def test_play_output_and_state_writes_grow_linearly_with_the_choices(
     package = tmp_path / "loop.json"
     package.write_text(json.dumps(looping))
     written: list[int] = []
-    replace = playing.replace_file
-    monkeypatch.setattr(
-        playing, "replace_file", lambda path, data: (written.append(len(data)), replace(path, data))
-    )
+
+    def counted(path: Path, data: bytes) -> None:
+        written.append(len(data))
+        replace_file(path, data)
+
+    monkeypatch.setattr(playing, "replace_file", counted)
     moves = ['{"choose": "loc_harbour"}\n', '{"choose": "loc_lamp_room"}\n'] * 400
     kept = tmp_path / "play.json"
     done = cli("story", "play", str(package), "--state", str(kept), stdin="".join(moves))
