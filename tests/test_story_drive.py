@@ -420,7 +420,17 @@ def test_a_drive_goes_on_with_the_draft_stored_in_db(tmp_path: Path) -> None:
     ("answers", "said"),
     [
         (["not JSON at all", PREMISE_CALL], "malformed JSON"),
-        ([call("planStory", premise=PREMISE), PREMISE_CALL], "(document)"),
+        (
+            [call("planStory", premise=PREMISE), PREMISE_CALL],
+            '/tool: "planStory" is not a tool offered now: the tools offered are '
+            "proposeStoryPremise",
+        ),
+        (
+            [{"tool": "rm -rf /", "arguments": {}}],
+            '/tool: "rm -rf /" is not a tool offered now: the tools offered are '
+            "proposeStoryPremise",
+        ),
+        (['{"arguments": {}}', PREMISE_CALL], "/tool: the answer names no tool: the tools"),
         (
             [{**PREMISE_CALL, "arguments": {**PREMISE_CALL["arguments"], "title": "x" * 100_000}}],
             "/arguments/title",

@@ -72,7 +72,7 @@ from ...generated import (
 )
 from ...generated.story_packages import StoryDraft, StoryPackage, StoryPremise
 from ..core.contracts import field_bound
-from ..core.errors import ContractError, ProfileBug
+from ..core.errors import ContractError, ProfileBug, Violation, Violations, shown
 from ..core.plain_text import given_text
 from ..core.sessions import CallResult, ToolCall
 from ..core.validation import convert
@@ -81,6 +81,7 @@ from .profiles import (
     Shape,
     Step,
     drive_profile,
+    drive_tools,
     pipeline_length,
     repair_step,
     steps,
@@ -343,6 +344,7 @@ class Driver:
                 accept=lambda document: document,
                 say=self.say,
                 who="drive",
+                explain=partial(_unknown_tool, draft),
             )
             tool, arguments = written["tool"], written["arguments"]
             call = ToolCall(tool, arguments, drive.session.call(tool, arguments))
@@ -350,3 +352,25 @@ class Driver:
             if on_call is not None:
                 on_call(call)
         return drive
+
+
+def _unknown_tool(draft: StoryDraft, document: Any, refused: Violations) -> Violations:
+    """Why the drive profile refused `document`, said as a tool not offered when it names one.
+
+    Every branch of the profile is one tool: an answer naming no tool
+    offered fails them all alike, which the profile can only say as the
+    answer (repr and all) matching none of its branches. `refused` is kept
+    for an answer whose tool is offered: its arguments are what is wrong.
+    """
+    if not isinstance(document, dict):
+        return refused  # "not a JSON object" says it already
+    offered = [tool.name for tool in drive_tools(draft)]
+    tool = document.get("tool")
+    if isinstance(tool, str) and tool in offered:
+        return refused
+    named = (
+        f"{shown(tool, 80)} is not a tool offered now"
+        if tool is not None
+        else "the answer names no tool"
+    )
+    return Violations([Violation("/tool", f"{named}: the tools offered are {', '.join(offered)}")])
