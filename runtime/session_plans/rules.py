@@ -103,7 +103,11 @@ def _update_step(value: Any) -> Iterator[Violation]:
 def _tool_event(value: Any) -> Iterator[Violation]:
     if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):
         return
-    result, error = value.get("result"), value.get("error")
+    # A field left out is the schema's to report (both are required); the rule
+    # judges only what is there, so it never points at a field that is not.
+    if "result" not in value or "error" not in value:
+        return
+    result, error = value["result"], value["error"]
     if value["ok"]:
         if result is None:
             yield Violation("/result", "the call succeeded (ok is true), so it has a result")
