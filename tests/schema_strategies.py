@@ -103,7 +103,11 @@ class _Builder:
         if kind == "array":
             low = schema.get("minItems", 0)
             high = min(schema.get("maxItems", low + 2), low + 2)
-            return st.lists(self.build(schema.get("items", {})), min_size=low, max_size=high)
+            items = self.build(schema.get("items", {}))
+            if schema.get("uniqueItems"):
+                # Items told apart as JSON compares them: by their canonical text.
+                return st.lists(items, min_size=low, max_size=high, unique_by=_canonical)
+            return st.lists(items, min_size=low, max_size=high)
         if kind == "object":
             return self.object(schema)
         raise NotImplementedError(f"no strategy for {schema}")
@@ -166,6 +170,10 @@ WHITESPACE = "".join(ch for ch in map(chr, range(0x3001)) if ch.isspace())
 
 
 @cache
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def matching(pattern: str) -> st.SearchStrategy[str]:
     """Strings `pattern` (a Python regular expression) fully matches.
 
