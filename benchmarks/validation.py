@@ -100,15 +100,25 @@ def planning_block(choices: int) -> dict[str, Any]:
 def story_package(locations: int) -> dict[str, Any]:
     """The schema's story package example, its act grown to `locations` locations.
 
-    They stand in a ring, each connected to the next, so that the package
-    keeps its rules beyond the schema: every location reachable, every key
-    resolving (each shows a background and plays music of the example).
+    They stand in a ring, each connected to the next, their encounters renamed
+    apart, so that the package keeps its rules beyond the schema: every
+    location reachable, every id unique, every key resolving (each shows a
+    background and plays music of the example).
     """
     package = copy.deepcopy(contract_schema("story-package")["examples"][0])
     act = package["plot"]["acts"][0]
     base = act["sandboxLocations"]
     act["sandboxLocations"] = [
-        {**base[i % len(base)], "id": f"loc_{i}", "connections": [f"loc_{(i + 1) % locations}"]}
+        {
+            **base[i % len(base)],
+            "id": f"loc_{i}",
+            "connections": [f"loc_{(i + 1) % locations}"],
+            # Encounter ids are unique in a package: each copy's get the location's number.
+            "encounters": [
+                {**encounter, "id": f"{encounter['id']}_{i}"}
+                for encounter in base[i % len(base)]["encounters"]
+            ],
+        }
         for i in range(locations)
     ]
     return package
