@@ -341,7 +341,7 @@ VERSIONS: _typing.Final[dict[str, int]] = {
     "goal-event": 1,
     "goal-plan": 1,
     "goal-plan-output": 1,
-    "goal-planning-system": 1,
+    "goal-planning-system": 2,
     "plan": 1,
     "plan-attempt": 1,
     "planning-block": 1,

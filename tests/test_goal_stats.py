@@ -48,7 +48,7 @@ def test_the_upstreams_report_is_matched_from_the_state_it_serialized(upstream: 
     assert [{k: v for k, v in p.items() if k != "horizon"} for p in ours["plans"]] == theirs[
         "plans"
     ]
-    assert "version 0 -> 1" in done.stderr  # upgraded in memory, and said
+    assert "version 0 -> 2" in done.stderr  # upgraded in memory, and said
 
 
 def test_every_count_follows_from_what_the_simulation_did() -> None:

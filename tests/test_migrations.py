@@ -246,7 +246,7 @@ def test_jenbinas_to_dict_recovers_goals_and_says_what_it_set(upstream: Path) ->
     assert (taken.step.name, taken.step.reads, taken.step.writes) == (
         "jenbina PlanningSystem.to_dict",
         0,
-        1,
+        2,
     )
     assert done.value["goals"] == [
         {

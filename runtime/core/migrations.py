@@ -113,7 +113,7 @@ class MigrationStep:
             )
 
     def describe(self) -> str:
-        """One line: `goal-planning-system version 0 -> 1 (jenbina PlanningSystem.to_dict)`."""
+        """One line: `goal-planning-system version 0 -> 2 (jenbina PlanningSystem.to_dict)`."""
         return f"{self.contract} version {self.reads} -> {self.writes} ({self.name})"
 
 

@@ -212,7 +212,10 @@ def _one_step_confirmed(plan: dict[str, Any]) -> str | None:
 JENBINA_TO_DICT = MigrationStep(
     contract=GOAL_PLANNING_SYSTEM.name,
     reads=0,
-    writes=1,
+    # Version 2 added two optional fields (a simulation's context and its
+    # scripted answers) that a version-1 program refuses; a version-1 document
+    # is valid in version 2 as it is, so this step writes version 2 directly.
+    writes=2,
     name="jenbina PlanningSystem.to_dict",
     recognizes=_recognizes,
     upgrade=_upgrade,
