@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -65,6 +64,7 @@ from ..commandkit import (
 from ..commandkit.extras import missing_extra, require_extra
 from ..commandkit.options import uses_server
 from ..commandkit.progress import current_progress, showing_progress
+from ..commandkit.state import Upgrade, read_state, upgraded_in_memory
 from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
@@ -77,7 +77,6 @@ from ..core.errors import (
 )
 from ..core.files import locked, replace_file
 from ..core.jsontext import parse
-from ..core.stored import current_document, upgraded_if_old
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
 from .migrations import HORIZON_OPTION, horizon_choice
@@ -299,66 +298,15 @@ def _read_state(name: str, horizon: str | None, *, write: bool = True) -> GoalPl
 
     A document an older version stored (jenbina's `to_dict`) is upgraded
     (`horizon` is the step's option): with `write`, as a simulation opens
-    it, the upgrade is written back and the old kept beside it
-    (`core.stored`; the caller holds the file's lock); without, it is
-    upgraded in memory only, each step said. Raises UsageError, in one
-    line, when it cannot be read, cannot be upgraded or is not a valid
-    `goal-planning-system` document, and StreamError when the upgrade
-    cannot be written.
+    it, the upgrade is written back and the old kept beside it (the caller
+    holds the file's lock); without, it is upgraded in memory only, each
+    step said. Raises UsageError and StreamError as `read_state` does.
     """
-    try:
-        # O_NONBLOCK: opening a FIFO (or a device) named as the state would
-        # otherwise wait forever for a writer; only a regular file is read.
-        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise UsageError(f"--state {label(name)}: not a regular file")
-            os.set_blocking(descriptor, True)
-        except BaseException:
-            os.close(descriptor)
-            raise
-        with open(descriptor, "rb") as stream:
-            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
-    except FileNotFoundError:
-        return GoalPlanningSystem(goals=[], plans=[])
-    except OSError as error:
-        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
-    if isinstance(data, Violation):
-        raise UsageError(f"--state {label(name)}: {data.message}")
     options = {} if horizon is None else {"horizon": horizon}
-    try:
-        if write:
-            path = Path(name)
-            data = current_document(GOAL_PLANNING_SYSTEM, path, data, say=say, options=options)
-        else:
-            data = _upgraded(name, data, options)
-    except MigrationFailed as error:
-        raise UsageError(f"--state {label(name)}: {error}") from None
-    except OSError as error:
-        raise StreamError(f"--state {label(name)}: cannot upgrade it: {reason(error)}") from None
-    try:
-        state: GoalPlanningSystem = decode(GOAL_PLANNING_SYSTEM, data)
-    except ContractError as error:
-        first = error.violations[0]
-        more = len(error.violations) - 1
-        raise UsageError(
-            f"--state {label(name)}: not a {GOAL_PLANNING_SYSTEM.name}: {first}"
-            + (f" (and {more} more)" if more else "")
-        ) from None
-    return state
-
-
-def _upgraded(name: str, data: bytes, options: dict[str, str]) -> bytes:
-    """`data` brought to the current version in memory, each step said; as it is when current.
-
-    Raises MigrationFailed when a step fails.
-    """
-    migrated = upgraded_if_old(GOAL_PLANNING_SYSTEM, data, options=options)
-    if migrated is None:
-        return data
-    for line in migrated.lines():
-        say(f"{label(name)}: {line}")
-    return msgspec.json.encode(migrated.value)
+    upgrade: Upgrade = "in place" if write else "in memory"
+    what = f"a {GOAL_PLANNING_SYSTEM.name}"
+    state = read_state(name, GOAL_PLANNING_SYSTEM, what, upgrade=upgrade, options=options)
+    return GoalPlanningSystem(goals=[], plans=[]) if state is None else state
 
 
 def _stats(args: argparse.Namespace, out: Output) -> int:
@@ -377,7 +325,8 @@ def _stats(args: argparse.Namespace, out: Output) -> int:
             if isinstance(data, Violation):
                 raise ContractError(GOAL_PLANNING_SYSTEM.name, [data])
             options = {} if args.horizon is None else {"horizon": args.horizon}
-            state = decode(GOAL_PLANNING_SYSTEM, _upgraded(args.file, data, options))
+            current = upgraded_in_memory(GOAL_PLANNING_SYSTEM, args.file, data, options)
+            state = decode(GOAL_PLANNING_SYSTEM, current)
         except ContractError as error:
             first = error.violations[0]
             more = len(error.violations) - 1

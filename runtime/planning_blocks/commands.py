@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import stat
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -18,7 +16,6 @@ import msgspec
 from ...generated import PLANNING_SESSION
 from ...generated.planning_blocks import ParallelAnalysis, PlanningBlock, PlanningSession
 from ..commandkit import (
-    DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
     Output,
@@ -42,17 +39,16 @@ from ..commandkit import (
     writer_extra,
 )
 from ..commandkit.progress import current_progress, showing_progress
+from ..commandkit.state import Upgrade, read_state, require_a_writable_folder
 from ..core.errors import (
     ContractError,
     GenerationFailed,
-    MigrationFailed,
     StreamError,
     UsageError,
     Violation,
 )
 from ..core.files import locked, replace_file
 from ..core.rules import Rules
-from ..core.stored import current_document
 from ..core.validation import decode
 from .mechanics import (
     ABILITIES,
@@ -335,7 +331,7 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
         )
     session = None
     if args.state is not None:
-        _require_a_writable_folder(args.state)  # said before any lock file is made
+        require_a_writable_folder(args.state)  # said before any lock file is made
         with _turn(args.state):  # an old session is upgraded on open, under the file's lock
             session = _read_session(args.state, upgrade=True, calendar=args.calendar)
     thinker: Thinker | None = None  # loaded for the first situation that needs it
@@ -398,67 +394,25 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
     return status
 
 
-def _require_a_writable_folder(name: str) -> None:
-    """Raise UsageError when the folder of the session file `name` cannot be written in.
-
-    Said before the model loads: the session is written after each situation.
-    """
-    folder = Path(name).parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
-
-
 def _read_session(
     name: str, *, upgrade: bool = False, calendar: str | None = None
 ) -> PlanningSession:
     """The planning session in file `name`, or a new one when there is no such file.
 
     With `upgrade` (the caller holds the file's lock), a session an older
-    version stored is migrated and written back, the old kept beside it (see
-    `core.stored`; `calendar` is the steps' option). Raises UsageError, in
-    one line, when it cannot be read, cannot be upgraded or is not a valid
-    `planning-session` document, and StreamError when it cannot be written.
+    version stored is migrated and written back, the old kept beside it
+    (`calendar` is the steps' option). Raises UsageError and StreamError as
+    `read_state` does, and UsageError when the file's folder cannot be
+    written in (said before the model loads: the session is written after
+    each situation).
     """
-    _require_a_writable_folder(name)
-    try:
-        # O_NONBLOCK: opening a FIFO (or a device) named as the state would
-        # otherwise wait forever for a writer; only a regular file is read.
-        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise UsageError(f"--state {label(name)}: not a regular file")
-            os.set_blocking(descriptor, True)
-        except BaseException:
-            os.close(descriptor)
-            raise
-        with open(descriptor, "rb") as stream:
-            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
-    except FileNotFoundError:
-        return new_session()
-    except OSError as error:
-        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
-    if isinstance(data, Violation):
-        raise UsageError(f"--state {label(name)}: {data.message}")
-    if upgrade:
-        try:
-            options = {} if calendar is None else {"calendar": calendar}
-            data = current_document(PLANNING_SESSION, Path(name), data, say=say, options=options)
-        except MigrationFailed as error:
-            raise UsageError(f"--state {label(name)}: {error}") from None
-        except OSError as error:
-            raise StreamError(
-                f"--state {label(name)}: cannot upgrade it: {reason(error)}"
-            ) from None
-    try:
-        session: PlanningSession = decode(PLANNING_SESSION, data)
-    except ContractError as error:
-        first = error.violations[0]
-        more = len(error.violations) - 1
-        raise UsageError(
-            f"--state {label(name)}: not a planning session: {first}"
-            + (f" (and {more} more)" if more else "")
-        ) from None
-    return session
+    require_a_writable_folder(name)
+    options = {} if calendar is None else {"calendar": calendar}
+    chosen: Upgrade = "in place" if upgrade else "never"
+    session = read_state(
+        name, PLANNING_SESSION, "a planning session", upgrade=chosen, options=options
+    )
+    return new_session() if session is None else session
 
 
 def _write_session(name: str, session: PlanningSession) -> None:

@@ -30,8 +30,6 @@ an older version of the contract wrote is upgraded on open, as `think
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -43,7 +41,6 @@ from msgspec import UNSET
 from ...generated import STORY_PACKAGE, STORY_PLAYTHROUGH
 from ...generated.story_packages import Choice, StoryPackage, StoryPlaythrough
 from ..commandkit import (
-    DEFAULT_MAX_BYTES,
     EXIT_INVALID,
     EXIT_OK,
     Output,
@@ -59,10 +56,10 @@ from ..commandkit import (
     standard_lines,
     unreadable,
 )
+from ..commandkit.state import read_state, require_a_writable_folder
 from ..core.errors import (
     ContractError,
     MalformedJSON,
-    MigrationFailed,
     PlayRefused,
     StreamError,
     UsageError,
@@ -72,7 +69,6 @@ from ..core.errors import (
 )
 from ..core.files import locked, replace_file
 from ..core.jsontext import parse
-from ..core.stored import current_document
 from ..core.validation import decode
 from .play import Offer, choose, happenings, offered, resolve, resumed, start
 
@@ -117,7 +113,7 @@ def _play(args: argparse.Namespace, out: Output) -> int:
         return EXIT_INVALID
     with ExitStack() as stack:
         if args.state is not None:
-            _require_a_writable_folder(args.state)
+            require_a_writable_folder(args.state)
             waiting = f"--state {label(args.state)}: another play holds it; waiting for it"
             try:
                 stack.enter_context(locked(Path(args.state), waiting=lambda: say(waiting)))
@@ -332,54 +328,18 @@ def _shown_offer(offer: Offer) -> str:
 # The playthrough file ---------------------------------------------------------------
 
 
-def _require_a_writable_folder(name: str) -> None:
-    """Raise UsageError when the folder of the state file `name` cannot be written in."""
-    folder = Path(name).parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
-
-
 def _read_state(name: str, package: StoryPackage) -> StoryPlaythrough:
     """The playthrough kept in file `name`, checked against `package`; a new one when none is.
 
     The caller holds the file's lock: a playthrough an older version stored
-    is upgraded and written back, the old kept beside it (`core.stored`).
-    Raises UsageError, in one line, when the file cannot be read, is no
-    playthrough, or is one of another package (or one its log does not lead
-    to); StreamError when an upgrade cannot be written.
+    is upgraded and written back, the old kept beside it. Raises UsageError,
+    in one line, when the file cannot be read, is no playthrough, or is one
+    of another package (or one its log does not lead to); StreamError when
+    an upgrade cannot be written.
     """
-    try:
-        # O_NONBLOCK: a FIFO named as the state would otherwise wait for a writer.
-        descriptor = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise UsageError(f"--state {label(name)}: not a regular file")
-            os.set_blocking(descriptor, True)
-        except BaseException:
-            os.close(descriptor)
-            raise
-        with open(descriptor, "rb") as stream:
-            data = read_at_most(stream, DEFAULT_MAX_BYTES, option=None)
-    except FileNotFoundError:
+    state = read_state(name, STORY_PLAYTHROUGH, "a story playthrough")
+    if state is None:
         return start(package)
-    except OSError as error:
-        raise UsageError(f"--state {label(name)}: {unreadable(error)}") from None
-    if isinstance(data, Violation):
-        raise UsageError(f"--state {label(name)}: {data.message}")
-    try:
-        data = current_document(STORY_PLAYTHROUGH, Path(name), data, say=say)
-    except MigrationFailed as error:
-        raise UsageError(f"--state {label(name)}: {error}") from None
-    except OSError as error:
-        raise StreamError(f"--state {label(name)}: cannot upgrade it: {reason(error)}") from None
-    try:
-        state: StoryPlaythrough = decode(STORY_PLAYTHROUGH, data)
-    except ContractError as error:
-        more = len(error.violations) - 1
-        raise UsageError(
-            f"--state {label(name)}: not a story playthrough: {error.violations[0]}"
-            + (f" (and {more} more)" if more else "")
-        ) from None
     try:
         return resumed(package, state)
     except PlayRefused as refusal:
