@@ -1,12 +1,13 @@
 """The command kit: what every `plancontracts` command is made of, written once.
 
 Exit statuses and one-line errors (`base`), options (`options`), reading
-inputs within bounds (`inputs`), validation reports in every format (`reports`), NDJSON tool
-calls (`calls`), the extras a command needs (`extras`), what a model command shows on a
-terminal while a model writes (`progress`), the files a command keeps its
-state in between runs (`state`) and stopping on signals (`signals`). The families' commands and the entry point
-(`runtime.cli`) import it; it imports the layers below the families only
-([layers](../../docs/development.md#layers)).
+inputs within bounds (`inputs`), validation reports in every format
+(`reports`), NDJSON tool calls (`calls`), the extras a command needs
+(`extras`), what a model command shows on a terminal while a model writes
+(`progress`), the files a command keeps its state in between runs (`state`)
+and stopping on signals (`signals`). The families' commands and the entry
+point (`runtime.cli`) import it; it imports the layers below the families
+only ([layers](../../docs/development.md#layers)).
 """
 
 from __future__ import annotations

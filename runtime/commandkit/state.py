@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -20,13 +22,20 @@ import msgspec
 
 from ...generated import Contract
 from ..core.errors import ContractError, MigrationFailed, StreamError, UsageError, Violation
+from ..core.files import locked
 from ..core.stored import current_document, upgraded_if_old
 from ..core.validation import decode
 from .base import label, reason, say
 from .inputs import read_at_most, unreadable
 from .options import DEFAULT_MAX_BYTES
 
-__all__ = ["Upgrade", "read_state", "require_a_writable_folder", "upgraded_in_memory"]
+__all__ = [
+    "Upgrade",
+    "holding_the_state",
+    "read_state",
+    "require_a_writable_folder",
+    "upgraded_in_memory",
+]
 
 _T = TypeVar("_T")
 
@@ -40,6 +49,30 @@ def require_a_writable_folder(name: str) -> None:
     folder = Path(name).parent
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
+
+
+@contextmanager
+def holding_the_state(name: str | None, holder: str) -> Iterator[None]:
+    """Hold the lock of state file `name` (none when None) while the block runs.
+
+    Two runs keeping one file take turns, the second waiting (`holder` names
+    what the first is doing, said once: "another play holds it") and then
+    reading what the first wrote, so neither loses what the other did.
+    Raises UsageError when the file's folder cannot be written in (said
+    before a lock file is made there), StreamError when the lock cannot be had.
+    """
+    if name is None:
+        yield
+        return
+    require_a_writable_folder(name)
+    waiting = f"--state {label(name)}: {holder}; waiting for it"
+    stack = ExitStack()
+    try:
+        stack.enter_context(locked(Path(name), waiting=lambda: say(waiting)))
+    except OSError as error:
+        raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
+    with stack:
+        yield
 
 
 def read_state(

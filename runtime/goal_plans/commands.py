@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -64,7 +62,7 @@ from ..commandkit import (
 from ..commandkit.extras import missing_extra, require_extra
 from ..commandkit.options import uses_server
 from ..commandkit.progress import current_progress, showing_progress
-from ..commandkit.state import Upgrade, read_state, upgraded_in_memory
+from ..commandkit.state import Upgrade, holding_the_state, read_state, upgraded_in_memory
 from ..core.contracts import field_bound
 from ..core.errors import (
     ContractError,
@@ -75,7 +73,7 @@ from ..core.errors import (
     UsageError,
     Violation,
 )
-from ..core.files import locked, replace_file
+from ..core.files import replace_file
 from ..core.jsontext import parse
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
@@ -248,7 +246,10 @@ def _simulate_with(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"{label(args.script)}: {unreadable(error)}") from None
     planner = _planner(args, "goals simulate")
     status = EXIT_OK
-    with script as stream, _held(args.state):
+    # A simulation is its script's events in order: two runs on one state take
+    # turns as wholes, the second going on from what the first saved.
+    holder = "another run is simulating with it"
+    with script as stream, holding_the_state(args.state, holder):
         if args.state is None:
             person = Person(PlanningSystem(), planner)
         else:
@@ -265,32 +266,6 @@ def _simulate_with(args: argparse.Namespace, out: Output) -> int:
         except OSError as error:
             raise StreamError(f"cannot read {label(args.script)}: {reason(error)}") from error
     return status
-
-
-@contextmanager
-def _held(name: str | None) -> Iterator[None]:
-    """Hold the lock of state file `name` (none when None) for a whole run.
-
-    A simulation is its script's events in order: two runs on one state
-    take turns as wholes, the second going on from what the first saved,
-    rather than mixing their events. Raises UsageError when the file's
-    folder cannot be written in (said before a lock file is made there),
-    StreamError when the lock cannot be had.
-    """
-    if name is None:
-        yield
-        return
-    folder = Path(name).parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--state {label(name)}: cannot write in {label(str(folder))}")
-    stack = ExitStack()
-    waiting = f"--state {label(name)}: another run is simulating with it; waiting for it"
-    try:
-        stack.enter_context(locked(Path(name), waiting=lambda: say(waiting)))
-    except OSError as error:
-        raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
-    with stack:
-        yield
 
 
 def _read_state(name: str, horizon: str | None, *, write: bool = True) -> GoalPlanningSystem:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any, get_args
@@ -39,7 +38,7 @@ from ..commandkit import (
     writer_extra,
 )
 from ..commandkit.progress import current_progress, showing_progress
-from ..commandkit.state import Upgrade, read_state, require_a_writable_folder
+from ..commandkit.state import Upgrade, holding_the_state, read_state, require_a_writable_folder
 from ..core.errors import (
     ContractError,
     GenerationFailed,
@@ -47,7 +46,7 @@ from ..core.errors import (
     UsageError,
     Violation,
 )
-from ..core.files import locked, replace_file
+from ..core.files import replace_file
 from ..core.rules import Rules
 from ..core.validation import decode
 from .mechanics import (
@@ -331,7 +330,6 @@ def _think_with(args: argparse.Namespace, out: Output) -> int:
         )
     session = None
     if args.state is not None:
-        require_a_writable_folder(args.state)  # said before any lock file is made
         with _turn(args.state):  # an old session is upgraded on open, under the file's lock
             session = _read_session(args.state, upgrade=True, calendar=args.calendar)
     thinker: Thinker | None = None  # loaded for the first situation that needs it
@@ -430,8 +428,7 @@ def _write_session(name: str, session: PlanningSession) -> None:
         raise StreamError(f"cannot write the session to {label(name)}: {reason(error)}") from None
 
 
-@contextmanager
-def _turn(name: str | None) -> Iterator[None]:
+def _turn(name: str | None) -> AbstractContextManager[None]:
     """Hold the lock of state file `name` (none when None) for one turn's read-modify-write.
 
     Two runs keeping one session take their turns one after the other, each
@@ -439,14 +436,4 @@ def _turn(name: str | None) -> Iterator[None]:
     that the file did not change would refuse the second run's turn after
     its model had written it. Raises StreamError when the lock cannot be had.
     """
-    if name is None:
-        yield
-        return
-    stack = ExitStack()
-    waiting = f"--state {label(name)}: another run is taking a turn; waiting for it"
-    try:
-        stack.enter_context(locked(Path(name), waiting=lambda: say(waiting)))
-    except OSError as error:
-        raise StreamError(f"--state {label(name)}: cannot lock it: {reason(error)}") from None
-    with stack:
-        yield
+    return holding_the_state(name, "another run is taking a turn")

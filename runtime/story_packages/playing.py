@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +50,11 @@ from ..commandkit import (
     opened,
     read_at_most,
     reason,
-    say,
     standard_input,
     standard_lines,
     unreadable,
 )
-from ..commandkit.state import read_state, require_a_writable_folder
+from ..commandkit.state import holding_the_state, read_state
 from ..core.errors import (
     ContractError,
     MalformedJSON,
@@ -67,7 +65,7 @@ from ..core.errors import (
     printable,
     shown,
 )
-from ..core.files import locked, replace_file
+from ..core.files import replace_file
 from ..core.jsontext import parse
 from ..core.validation import decode
 from .play import Offer, choose, happenings, offered, resolve, resumed, start
@@ -111,19 +109,8 @@ def _play(args: argparse.Namespace, out: Output) -> int:
     package = _package(args.package, args.max_bytes)
     if package is None:
         return EXIT_INVALID
-    with ExitStack() as stack:
-        if args.state is not None:
-            require_a_writable_folder(args.state)
-            waiting = f"--state {label(args.state)}: another play holds it; waiting for it"
-            try:
-                stack.enter_context(locked(Path(args.state), waiting=lambda: say(waiting)))
-            except OSError as error:
-                raise StreamError(
-                    f"--state {label(args.state)}: cannot lock it: {reason(error)}"
-                ) from None
-            state = _read_state(args.state, package)
-        else:
-            state = start(package)
+    with holding_the_state(args.state, "another play holds it"):
+        state = start(package) if args.state is None else _read_state(args.state, package)
         _save(args.state, state)
         if standard_input().isatty():
             return _menu(package, state, args.state, out)
