@@ -41,6 +41,23 @@ class Tool:
     result: Contract[Any]
     "The contract of what it returns when it succeeds."
 
+    def definition(self) -> dict[str, Any]:
+        """The tool for function calling, as OpenAI-compatible servers take it.
+
+        `{"type": "function", "function": {"name", "description",
+        "parameters"}}`, where `parameters` is the contract's whole schema,
+        self-contained (its references point into its own `$defs`). A fresh
+        copy on every call.
+        """
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": contract_schema(self.parameters),
+            },
+        }
+
 
 # The schemas describe the arguments ("Parameters of the `x` tool: ...",
 # "Input of the `x` tool, pipeline step 1: ..."); what follows the colon says

@@ -84,17 +84,7 @@ def tool_definitions() -> list[dict[str, Any]]:
     contained (its references point into its own `$defs`). A fresh copy on
     every call.
     """
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": contract_schema(tool.parameters),
-            },
-        }
-        for tool in planning_tools()
-    ]
+    return [tool.definition() for tool in planning_tools()]
 
 
 def _placeholder(tool: Tool) -> str:

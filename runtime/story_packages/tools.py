@@ -36,7 +36,6 @@ from ...generated import (
     STORY_UPDATE_ELEMENT,
     STORY_UPDATE_ELEMENT_RESULT,
 )
-from ..core.contracts import contract_schema
 from ..core.tools import ToolSet, described
 
 __all__ = ["TOOLS", "tool_definitions"]
@@ -66,14 +65,4 @@ def tool_definitions() -> list[dict[str, Any]]:
     schema, self-contained (its references point into its own `$defs`). A
     fresh copy on every call. Accepts nothing; raises nothing.
     """
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": contract_schema(tool.parameters),
-            },
-        }
-        for tool in TOOLS
-    ]
+    return [tool.definition() for tool in TOOLS]
