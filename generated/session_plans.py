@@ -151,8 +151,8 @@ class SessionToolEvent(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     "What the tool returned, or null for a refused call: its parameters, trimmed, for a tool that changes the plan; the plan itself for `planning_read_plan`."
     error: Refusal | None
     "Why the call was refused, or null for a call that succeeded."
-    duration_seconds: _typing.Annotated[float, _msgspec.Meta(ge=0.0)]
-    "How long the call took, in seconds, from a monotonic clock: its checks, its new plan and keeping it."
+    duration_seconds: _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=86400.0)]
+    "How long the call took, in seconds, from a monotonic clock: its checks, its new plan and keeping it. At most a day, as a plan attempt's times are: a bound keeps every value exact in a float."
     ended_at: DateTime
     "When the call ended, in UTC."
 
