@@ -635,6 +635,37 @@ def test_a_doom_clock_that_can_stop_is_refused() -> None:
     )  # fmt: skip
 
 
+def test_a_dead_end_whose_filler_needs_a_flag_set_elsewhere_is_refused() -> None:
+    # Found by the property test: the attic's only repeatable encounter needs a
+    # flag the cellar sets, but a player may go up without it, and cannot leave.
+    document = _two_acts()
+    cellar = document["plot"]["acts"][1]["sandboxLocations"][0]
+    cellar["connections"] = ["loc_cellar", "loc_attic"]
+    cellar["encounters"].append(
+        {"id": "enc_rope", "title": "A Rope", "description": "A rope up to the attic.",
+         "type": "discovery", "pacing": {"expectedFrames": 3, "focus": "dialogue_and_worldbuilding"},
+         "potentialFlags": ["saw_rope"]}
+    )
+    attic = {
+        "id": "loc_attic", "title": "Attic", "location": "loc_lamp_room", "mood": "fog-theme",
+        "requiredCharacters": [], "connections": [],
+        "encounters": [
+            {"id": "enc_creak", "title": "Creaking", "description": "The beams creak.",
+             "type": "atmospheric", "pacing": {"expectedFrames": 2, "focus": "standard"},
+             "repeatable": True, "prerequisites": ["saw_rope"]}
+        ],
+    }
+    document["plot"]["acts"][1]["sandboxLocations"].append(attic)
+    _refused_and_stuck(
+        document,
+        ["evt_ship_sighted", "loc_attic"],
+        [("/plot/acts/1/sandboxLocations/1",
+          "has no connection and no repeatable encounter that can always be played: once its "
+          "encounters are played nothing is offered, so the doom clock stops before it is full, "
+          "and the act has no progression tracker or climax event to end it")],
+    )  # fmt: skip
+
+
 def test_ids_a_playthrough_names_are_unique() -> None:
     document = _two_acts()
     document["plot"]["acts"][1]["id"] = "act_1"

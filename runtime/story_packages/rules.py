@@ -53,20 +53,21 @@ forward:
 - Ids are unique: characters, acts, encounters (of every act and arc
   together), a location or inevitable event within its act. A playthrough
   names them by id.
-- Every act can always end, whatever the player chose before. An act ends
-  by its progression tracker, its doom clock or an inevitable event that
-  forces the climax (which the Director may fire at any time). So an act
-  has an event that `forcesClimax`; or a doom clock, and at each location
-  a connection or a repeatable encounter that can always be played, so
-  that a choice, which advances the clock, is always offered until it is
-  full; or a tracker whose `requiredValue` the encounters that can always be
-  played give, and every location reached leading back to the act's start
-  (a player who follows a one-way connection is not stranded away from
-  them). The encounters that can always be played are those no flag any
-  encounter sets excludes, whose prerequisites such encounters of the same
-  act set: a flag of an earlier act may have been missed there, and an arc
-  encounter counts only in the first act its character is in, since it may
-  have been played there.
+- Every act can always end, whatever the player chose before. An act ends by
+  its progression tracker, its doom clock or an inevitable event that forces
+  the climax (which the Director may fire at any time). So an act has an
+  event that `forcesClimax`; or a doom clock, and at each location a
+  connection or a repeatable encounter that can always be played there (with
+  no flag but those the location's own encounters set: a player may arrive
+  having skipped every other), so that a choice, which advances the clock,
+  is always offered until it is full; or a tracker whose `requiredValue` the
+  encounters that can always be played give, and every location reached
+  leading back to the act's start (a player who follows a one-way connection
+  is not stranded away from them). The encounters that can always be played
+  are those no flag any encounter sets excludes, whose prerequisites such
+  encounters of the same act set: a flag of an earlier act may have been
+  missed there, and an arc encounter counts only in the first act its
+  character is in, since it may have been played there.
 
 Each rule reads the value as parsed, whatever else is wrong with it, and
 checks only what is there and well typed. The rules walk the package in
@@ -622,7 +623,7 @@ def _ways_to_end(story: _Story) -> Iterator[Violation]:
         ]
         safe = _always_playable([e for _, e in act.encounters] + arcs, settable)
         clock = act.value.get("opposingForce")
-        stuck = _stuck(act, safe) if isinstance(clock, dict) else None
+        stuck = _stuck(act, settable) if isinstance(clock, dict) else None
         if isinstance(clock, dict) and stuck is None:
             continue  # a choice is always offered, and each one advances the clock
         tracker = act.value.get("globalProgression")
@@ -673,17 +674,19 @@ def _total(act: _Act, story: _Story) -> int:
     return sum(_gives(encounter) for _, encounter in act.encounters) + arcs
 
 
-def _stuck(act: _Act, safe: list[dict[str, Any]]) -> str | None:
-    """The first location with no connection and no repeatable encounter of `safe`, if any."""
-    safe_ids = {id(encounter) for encounter in safe}
+def _stuck(act: _Act, settable: set[str]) -> str | None:
+    """The first location with no connection and no repeatable encounter always playable there.
+
+    A player may reach a location with no connection holding no flag at all
+    (those set elsewhere may have been skipped on the way), and cannot leave
+    it: only the location's own encounters can set what its repeatable one
+    needs.
+    """
     for _, where, location in act.locations:
         if not _absent_or_empty(location, "connections"):
             continue
-        encounters = _list(location.get("encounters"))
-        if not any(
-            isinstance(e, dict) and e.get("repeatable") is True and id(e) in safe_ids
-            for e in encounters
-        ):
+        here = [e for e in _list(location.get("encounters")) if isinstance(e, dict)]
+        if not any(e.get("repeatable") is True for e in _always_playable(here, settable)):
             return where
     return None
 
