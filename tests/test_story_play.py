@@ -642,17 +642,32 @@ def test_a_dead_end_whose_filler_needs_a_flag_set_elsewhere_is_refused() -> None
     cellar = document["plot"]["acts"][1]["sandboxLocations"][0]
     cellar["connections"] = ["loc_cellar", "loc_attic"]
     cellar["encounters"].append(
-        {"id": "enc_rope", "title": "A Rope", "description": "A rope up to the attic.",
-         "type": "discovery", "pacing": {"expectedFrames": 3, "focus": "dialogue_and_worldbuilding"},
-         "potentialFlags": ["saw_rope"]}
+        {
+            "id": "enc_rope",
+            "title": "A Rope",
+            "description": "A rope up to the attic.",
+            "type": "discovery",
+            "potentialFlags": ["saw_rope"],
+            "pacing": {"expectedFrames": 3, "focus": "dialogue_and_worldbuilding"},
+        }
     )
     attic = {
-        "id": "loc_attic", "title": "Attic", "location": "loc_lamp_room", "mood": "fog-theme",
-        "requiredCharacters": [], "connections": [],
+        "id": "loc_attic",
+        "title": "Attic",
+        "location": "loc_lamp_room",
+        "mood": "fog-theme",
+        "requiredCharacters": [],
+        "connections": [],
         "encounters": [
-            {"id": "enc_creak", "title": "Creaking", "description": "The beams creak.",
-             "type": "atmospheric", "pacing": {"expectedFrames": 2, "focus": "standard"},
-             "repeatable": True, "prerequisites": ["saw_rope"]}
+            {
+                "id": "enc_creak",
+                "title": "Creaking",
+                "description": "The beams creak.",
+                "type": "atmospheric",
+                "pacing": {"expectedFrames": 2, "focus": "standard"},
+                "repeatable": True,
+                "prerequisites": ["saw_rope"],
+            }
         ],
     }
     document["plot"]["acts"][1]["sandboxLocations"].append(attic)
