@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
 from ...generated.story_packages import Progression, StoryDraft
 from ..core.contracts import contract_schema
+from ..core.errors import Violation
 from ..core.sessions import CallResult, ToolCall
 from ..core.templates import template
 from ..core.tools import Tool
@@ -114,13 +115,17 @@ def _refusal(call: CallResult[StoryDraft]) -> str:
     """What the model reads of the refused call: its error, and a refused package's problems."""
     if call.error is None:
         return ""
-    lines = [f"The last call, {call.tool}, was refused: {call.message}"]
-    shown = call.error.violations[:VIOLATIONS_SHOWN]
-    lines += [f"- {each.pointer or 'the package'}: {each.message}" for each in shown]
-    more = len(call.error.violations) - len(shown)
-    if more > 0:
-        lines.append(f"- and {more} more")
-    return "\n".join(lines)
+    head = f"The last call, {call.tool}, was refused: {call.message}"
+    return "\n".join([head, *_violation_lines(call.error.violations, "the package")])
+
+
+def _violation_lines(violations: Sequence[Violation], whole: str) -> list[str]:
+    """A refusal's first VIOLATIONS_SHOWN violations, one line each, then how many more."""
+    shown = violations[:VIOLATIONS_SHOWN]
+    lines = [f"- {each.pointer or whole}: {each.message}" for each in shown]
+    if len(violations) > len(shown):
+        lines.append(f"- and {len(violations) - len(shown)} more")
+    return lines
 
 
 def build_messages(
@@ -166,13 +171,8 @@ def read_back(result: CallResult[StoryDraft]) -> str:
     """What a drive's model reads after a call: the tool's message, and a refusal's violations."""
     if result.error is None:
         return f"Result (ok): {result.message}"
-    lines = [f"Result (refused): {result.message}"]
-    shown = result.error.violations[:VIOLATIONS_SHOWN]
-    lines += [f"- {each.pointer or 'the arguments'}: {each.message}" for each in shown]
-    more = len(result.error.violations) - len(shown)
-    if more > 0:
-        lines.append(f"- and {more} more")
-    return "\n".join(lines)
+    head = f"Result (refused): {result.message}"
+    return "\n".join([head, *_violation_lines(result.error.violations, "the arguments")])
 
 
 def drive_messages(
