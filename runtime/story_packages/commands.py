@@ -70,7 +70,7 @@ from .graph import FORMATS, dot
 from .playing import add_play
 from .rules import STORY_PACKAGE_RULES
 from .session import DraftSession
-from .storage import DraftStore, kept_note, opened_store, session_id
+from .storage import DraftStore, kept_note, opened_store, require_draft_places, session_id
 
 __all__ = ["RULES_OPTIONS", "register"]
 
@@ -139,10 +139,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _run(args: argparse.Namespace, out: Output) -> int:
-    if args.session is not None and args.db is None:
-        raise UsageError("--session needs --db: drafts are kept only in a database")
-    if args.out is not None and not args.out.is_dir():
-        raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    require_draft_places(args.db, args.session, args.out)
     assets = asset_hook_from(args)
     with ExitStack() as stack:
         session = _session(args, stack, assets)
@@ -350,8 +347,7 @@ def _build_with(args: argparse.Namespace, out: Output) -> int:
         shape = Shape(args.acts, args.locations_per_act, args.encounters_per_location).checked()
     except ValueError as error:
         raise UsageError(str(error)) from None
-    if args.out is not None and not args.out.is_dir():
-        raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
+    require_draft_places(args.db, None, args.out)
     assets = asset_hook_from(args)
     with ExitStack() as stack:
         store = None if args.db is None else opened_store(args.db, stack)

@@ -42,7 +42,7 @@ from .agent import DRIVE_CALLS, MAX_DRIVE_CALLS, Drive
 from .asset_files import add_asset_options, asset_hook_from
 from .assets import AssetHook
 from .session import DraftSession
-from .storage import DraftStore, kept_note, opened_store, session_id
+from .storage import DraftStore, kept_note, opened_store, require_draft_places, session_id
 from .tools import tool_definitions
 
 __all__ = ["add_drive", "add_tools"]
@@ -113,12 +113,9 @@ def _drive(args: argparse.Namespace, out: Output) -> int:
 
 
 def _drive_with(args: argparse.Namespace, out: Output) -> int:
-    if args.session is not None and args.db is None:
-        raise UsageError("--session needs --db: drafts are kept only in a database")
+    require_draft_places(args.db, args.session, args.out)
     if args.session is None and args.premise is None:
         raise UsageError("a PREMISE is needed to start a story (or --db and --session to go on)")
-    if args.out is not None and not args.out.is_dir():
-        raise UsageError(f"--out {label(str(args.out))}: not an existing folder")
     assets = asset_hook_from(args)
     with ExitStack() as stack:
         store = None if args.db is None else opened_store(args.db, stack)

@@ -35,7 +35,7 @@ import msgspec
 
 from ...generated import STORY_DRAFT, STORY_PACKAGE, Contract
 from ...generated.story_packages import StoryDraft, StoryPackage
-from ..commandkit import say
+from ..commandkit import label, say
 from ..core.errors import MigrationFailed, PlanContractsError, StoreError, UsageError, shown
 from ..core.files import replace_file
 from ..core.migrations import Migrated, backup_path, steps_of
@@ -71,6 +71,19 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS drafts (id TEXT PRIMARY KEY, draft TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS packages (id TEXT PRIMARY KEY, package TEXT NOT NULL)",
 )
+
+
+def require_draft_places(db: Path | None, session: str | None, out: Path | None) -> None:
+    """Raise UsageError, in one line, for `--session` without `--db` or an `--out` no folder is at.
+
+    The story commands that draft (`run`, `build`, `drive`) take the same
+    three options: where the draft is kept, which draft, and where the
+    finalized package goes.
+    """
+    if session is not None and db is None:
+        raise UsageError("--session needs --db: drafts are kept only in a database")
+    if out is not None and not out.is_dir():
+        raise UsageError(f"--out {label(str(out))}: not an existing folder")
 
 
 def session_id(text: str) -> str:
