@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import argparse
     from types import FrameType
 
-    from ..commandkit import Stopped
+    from ..commandkit import StandardOutput, Stopped
 
 __all__ = ["main"]
 
@@ -200,7 +200,7 @@ def _run(argv: Sequence[str] | None) -> int:
             raise StreamError("standard output is closed")
         out = StandardOutput(sys.stdout)
         with stop_signals.installed():
-            status: int = args.run(args, out)
+            status: int = _traced(args, out) if args.otel else args.run(args, out)
         out.flush()
         return status
     except (UsageError, UnknownContractError) as error:
@@ -224,6 +224,15 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         _stopping()
         return stopped(*ending)
+
+
+def _traced(args: argparse.Namespace, out: StandardOutput) -> int:
+    """Run the command as `--otel` asks: one trace, exported when it ends."""
+    from ..commandkit.telemetry import exporting
+
+    with exporting(args.otel_command):
+        status: int = args.run(args, out)
+    return status
 
 
 def _settle_standard_output() -> None:
@@ -291,6 +300,7 @@ def _parser() -> argparse.ArgumentParser:
     """The parser of every command: the contracts' own, then each family's."""
     import argparse
 
+    from ..commandkit.telemetry import add_otel
     from ..goal_plans import commands as goal_plan_commands
     from ..planning_blocks import commands as planning_block_commands
     from ..session_plans import commands as session_plan_commands
@@ -322,4 +332,5 @@ def _parser() -> argparse.ArgumentParser:
     normalizing.register(subcommands, by_family)
     for family in families:
         family.register(subcommands)
+    add_otel(parser)
     return parser

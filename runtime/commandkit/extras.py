@@ -21,6 +21,12 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "model": ("llama_cpp", "outlines", "llguidance", "huggingface_hub", "jinja2", "tqdm"),
     "codegen": ("datamodel_code_generator", "ruff"),
     "served": ("httpx", "tqdm"),
+    # One namespace package, many distributions: each named by the module it adds.
+    "otel": (
+        "opentelemetry.trace",
+        "opentelemetry.sdk",
+        "opentelemetry.exporter.otlp.proto.http",
+    ),
 }
 """Each extra a command can need, and the top-level modules its distributions install.
 
@@ -31,7 +37,15 @@ tests/test_extras.py holds the two to each other.
 
 def missing_modules(extra: str) -> list[str]:
     """The modules of `extra` (a key of `EXTRAS`) that are not installed; none is imported."""
-    return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    return [name for name in EXTRAS[extra] if not _installed(name)]
+
+
+def _installed(name: str) -> bool:
+    """Whether module `name` can be imported; a dotted name's parents are imported to look."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is not installed
+        return False
 
 
 def missing_extra(extra: str, missing: list[str]) -> str:

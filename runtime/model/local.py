@@ -121,6 +121,11 @@ class LocalModel:
         model.model = _KeepingEvaluatedPrefix(llama)
         return cls(path, llama, model, template)
 
+    @property
+    def otel_attributes(self) -> dict[str, str]:
+        """What a model call's span says of this model: llama.cpp, and the model file's name."""
+        return {"gen_ai.provider.name": "llama.cpp", "gen_ai.request.model": self.path.stem}
+
     async def write_chat(
         self,
         messages: list[Message],
@@ -203,15 +208,19 @@ class LocalModel:
         generator = self.generator(schema)
         sampled = 0
         seen = -1
+        read = 0
 
         def counting(ids: Any, _logits: Any) -> bool:
             # Called by llama-cpp-python once for every token sampled, with the tokens
             # evaluated before it, and once more after the last with the same tokens
-            # (nothing was evaluated since), which is no token: the exact count.
-            nonlocal sampled, seen
+            # (nothing was evaluated since), which is no token: the exact count. The
+            # first call's are the prompt's.
+            nonlocal sampled, seen, read
             if stop is not None and stop.is_set():
                 return True
             if len(ids) != seen:
+                if seen < 0:
+                    read = len(ids)
                 seen = len(ids)
                 sampled += 1
             return False
@@ -228,8 +237,8 @@ class LocalModel:
                 # Once `stop` is set the counter ends the generation at the next token.
                 for text in generator.stream(prompt, **options):
                     if text or sampled > reported:
-                        yield Piece(text, sampled - reported)
-                        reported = sampled
+                        yield Piece(text, sampled - reported, read)
+                        reported, read = sampled, 0
             except ValueError as error:  # llama-cpp-python: the prompt does not fit the context
                 raise GenerationFailed(str(error).splitlines()[0]) from None
         if stop is not None and stop.is_set():

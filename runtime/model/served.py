@@ -141,6 +141,24 @@ class ServedModel:
         """The API's address as lines and errors show it: without a password."""
         return redacted(self.base)
 
+    @property
+    def otel_attributes(self) -> dict[str, str | int]:
+        """What a model call's span says of this server: the model, host and port, never a password.
+
+        `gen_ai.provider.name` is `openai_compatible`: the API is OpenAI's,
+        the server may be anyone's (vLLM, llama-server...).
+        """
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.base)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return {
+            "gen_ai.provider.name": "openai_compatible",
+            "gen_ai.request.model": self.model,
+            "server.address": parts.hostname or "",
+            "server.port": port,
+        }
+
     @classmethod
     def connect(
         cls,
@@ -609,6 +627,7 @@ class _StreamedAnswer:
         self._pieces = 0
         self._finished = False
         self._usage: int | None = None
+        self._prompt = 0
 
     def feed(self, data: bytes) -> list[Piece]:
         if not data:  # a decoder's empty output: a CR it follows may still be a CRLF's
@@ -680,6 +699,7 @@ class _StreamedAnswer:
         count = _completion_tokens(chunk)
         if count:
             self._usage = count
+        self._prompt = _prompt_tokens(chunk) or self._prompt
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             if count:
@@ -706,6 +726,8 @@ class _StreamedAnswer:
         self.done = True
         if self._usage is not None and self._usage != self._pieces:
             pieces.append(Piece("", self._usage - self._pieces))
+        if self._prompt:
+            pieces.append(Piece("", 0, self._prompt))
 
     def _object(self, body: bytes) -> Piece:
         """The one piece of a server that answered a streamed request with a whole object."""
@@ -721,7 +743,7 @@ class _StreamedAnswer:
             raise _NotAStream(f"answered with no message text: {_shown(reply)}") from None
         self.done = self.started = True
         self.characters = len(text)
-        return Piece(text, _completion_tokens(reply))
+        return Piece(text, _completion_tokens(reply), _prompt_tokens(reply))
 
 
 def _error_text(reply: dict[str, Any]) -> Any:
@@ -850,9 +872,20 @@ def _choice(reply: Any) -> tuple[str, str | None]:
 
 def _completion_tokens(reply: Any) -> int:
     """The tokens a reply's `usage` says the answer took; 0 when it does not say."""
+    return _usage_count(reply, "completion_tokens")
+
+
+def _prompt_tokens(reply: Any) -> int:
+    """The tokens a reply's `usage` says the prompt took; 0 when it does not say."""
+    return _usage_count(reply, "prompt_tokens")
+
+
+def _usage_count(reply: Any, key: str) -> int:
+    """A count of a reply's `usage`: 0 when it does not say, or says no count (past 2**53)."""
     usage = reply.get("usage") if isinstance(reply, dict) else None
-    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
+    count = usage.get(key) if isinstance(usage, dict) else None
+    valid = isinstance(count, int) and not isinstance(count, bool) and 0 < count < 2**53
+    return count if valid and isinstance(count, int) else 0
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -50,11 +50,14 @@ class Piece:
     A piece may carry text of several tokens, or no text and only tokens: a
     local model's end-of-text token, or a server's own count correcting the
     pieces' (negative where the server counts fewer tokens than it sent
-    pieces).
+    pieces). `prompt_tokens`, where a writer knows them, are the tokens the
+    model read before writing, told once in an answer (what a trace reports
+    as the tokens in).
     """
 
     text: str
     tokens: int
+    prompt_tokens: int = 0
 
 
 class Writer(Protocol):

@@ -43,6 +43,7 @@ from ..core.errors import (
     WriteFailed,
 )
 from ..core.profiles import Bounds, contract_profile
+from ..core.telemetry import AttributeValue, Told, capturing_content, count, measure, span, tracing
 from ..core.validation import decode
 from .chat import Message
 from .writer import Writer
@@ -230,6 +231,7 @@ async def write_checked(
     seed: int | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
     on_text: Callable[[str, int, int], Awaitable[None]] | None = None,
+    what: str = "JSON",
 ) -> _T:
     """Ask `writer` under `schema` until `judge` accepts an answer or `budget` is spent.
 
@@ -243,86 +245,197 @@ async def write_checked(
     failure (no answer at all: GenerationFailed, ServerFailed) is an
     attempt refused with one violation at the document's root. Raises
     WriteFailed, with every attempt, when the budget is spent.
+
+    Traced (`core.telemetry`) as a span `write WHAT` (`what`: the contract,
+    or the command writing) holding one GenAI `chat` span per answer, with
+    its tokens and, refused, its violations' count.
     """
     conversation = list(messages)
     attempts: list[Attempt] = []
     spent = 0
+    model = _model_attributes(writer)
+    named = model.get("gen_ai.request.model", "")
     deadline = math.inf if budget.seconds is None else trio.current_time() + budget.seconds
-    with trio.move_on_at(deadline) as timer:
-        for number in range(1, budget.attempts + 1):
-            limit = max_tokens
-            if budget.tokens is not None:
-                left = budget.tokens - spent
-                limit = left if limit <= 0 else min(limit, left)
-            started = trio.current_time()
-            pieces: list[str] = []
-            tokens = 0
-            refused: Violations | None = None
-            watchers = _attempt_watchers.get()
-            for watcher in watchers:
-                watcher.started(number, budget.attempts, answer)
-            stream = writer.stream_chat(
-                conversation, schema, answer=answer, max_tokens=limit, seed=seed
+    with span(
+        f"write {what}",
+        {
+            "plancontracts.contract": what,
+            "plancontracts.attempts.budget": budget.attempts,
+            "gen_ai.request.model": named or None,
+            "gen_ai.output.type": "json",
+        },
+    ) as writing:
+        with trio.move_on_at(deadline) as timer:
+            for number in range(1, budget.attempts + 1):
+                limit = max_tokens
+                if budget.tokens is not None:
+                    left = budget.tokens - spent
+                    limit = left if limit <= 0 else min(limit, left)
+                writing.set("plancontracts.attempts.used", number)
+                with span(
+                    f"chat {named}".strip(),
+                    {
+                        **model,
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.output.type": "json",
+                        "gen_ai.request.max_tokens": limit if limit > 0 else None,
+                        "gen_ai.request.seed": seed,
+                        "plancontracts.attempt": number,
+                    },
+                    kind="client",
+                ) as call:
+                    if call.recording and capturing_content():
+                        call.set("gen_ai.input.messages", _messages_attribute(conversation))
+                    started = trio.current_time()
+                    pieces: list[str] = []
+                    tokens = 0
+                    read = 0
+                    refused: Violations | None = None
+                    watchers = _attempt_watchers.get()
+                    for watcher in watchers:
+                        watcher.started(number, budget.attempts, answer)
+                    stream = writer.stream_chat(
+                        conversation, schema, answer=answer, max_tokens=limit, seed=seed
+                    )
+                    try:
+                        # Closed here however the loop ends, not when the generator is collected:
+                        # the model stops writing, the server's connection is closed, at once.
+                        async with aclosing(stream):
+                            async for piece in stream:
+                                pieces.append(piece.text)
+                                tokens += piece.tokens
+                                read += piece.prompt_tokens
+                                if budget.tokens is not None and spent + tokens > budget.tokens:
+                                    # A server may write past the `max_tokens` it was sent: the
+                                    # answer is cut here, where the budget ends.
+                                    refused = Violations([Violation("", _past_the_token_budget)])
+                                    break
+                                if on_text is not None:
+                                    await on_text(piece.text, tokens, number)
+                    except GenerationFailed as failure:
+                        refused = Violations([Violation("", f"no answer: {failure}")])
+                    finally:
+                        for watcher in watchers:
+                            watcher.ended()
+                        _told_usage(call, model, read, tokens, trio.current_time() - started)
+                    spent += tokens
+                    text = "".join(pieces)
+                    judged: _T | Violations = refused if refused is not None else await judge(text)
+                    seconds = trio.current_time() - started
+                    shown = text if len(text) <= SHOWN_ANSWER else text[:SHOWN_ANSWER] + "..."
+                    if call.recording and capturing_content():
+                        call.set("gen_ai.output.messages", _answer_attribute(text))
+                    outcome = {"plancontracts.contract": what, **_metric_model(model)}
+                    if not isinstance(judged, Violations):
+                        call.set("plancontracts.outcome", "accepted")
+                        writing.set("plancontracts.outcome", "accepted")
+                        count(
+                            "plancontracts.write.attempts",
+                            1,
+                            {**outcome, "plancontracts.outcome": "accepted"},
+                        )
+                        if on_attempt is not None:
+                            on_attempt(Attempt(number, tokens, seconds, Violations(), shown))
+                        return judged
+                    _told_refusal(call, judged, refused is None)
+                    count(
+                        "plancontracts.write.attempts",
+                        1,
+                        {**outcome, "plancontracts.outcome": "refused"},
+                    )
+                    count("plancontracts.write.refusals", 1, outcome)
+                    if refused is None:  # an answer, refused: a server's client counts it
+                        writer.refused()
+                    attempt = Attempt(number, tokens, seconds, judged, shown)
+                    attempts.append(attempt)
+                    if on_attempt is not None:
+                        on_attempt(attempt)
+                if budget.tokens is not None and spent >= budget.tokens:
+                    writing.set("plancontracts.outcome", "token budget spent")
+                    raise WriteFailed(
+                        f"the token budget ({budget.tokens}) was spent in {_count(attempts)} and "
+                        f"no answer was accepted: {_last_reason(attempts)}",
+                        attempts,
+                    )
+                if refused is None:
+                    # The last refusals only: a long run of them would make every request
+                    # longer than the one before, up to what the model's context holds.
+                    kept = conversation[len(messages) :][-2 * (KEPT_REFUSALS - 1) :]
+                    conversation = [
+                        *messages,
+                        *kept,
+                        {"role": "assistant", "content": shown},
+                        {"role": "user", "content": refusal_message(judged)},
+                    ]
+        if timer.cancelled_caught:
+            writing.set("plancontracts.outcome", "time budget spent")
+            raise WriteFailed(
+                f"the time budget ({budget.seconds:g} s) was spent in {_count(attempts, True)} "
+                f"and no answer was accepted" + (f": {_last_reason(attempts)}" if attempts else ""),
+                attempts,
             )
-            try:
-                # Closed here however the loop ends, not when the generator is collected:
-                # the model stops writing, the server's connection is closed, at once.
-                async with aclosing(stream):
-                    async for piece in stream:
-                        pieces.append(piece.text)
-                        tokens += piece.tokens
-                        if budget.tokens is not None and spent + tokens > budget.tokens:
-                            # A server may write past the `max_tokens` it was sent: the
-                            # answer is cut here, where the budget ends.
-                            refused = Violations([Violation("", _past_the_token_budget)])
-                            break
-                        if on_text is not None:
-                            await on_text(piece.text, tokens, number)
-            except GenerationFailed as failure:
-                refused = Violations([Violation("", f"no answer: {failure}")])
-            finally:
-                for watcher in watchers:
-                    watcher.ended()
-            spent += tokens
-            text = "".join(pieces)
-            judged: _T | Violations = refused if refused is not None else await judge(text)
-            seconds = trio.current_time() - started
-            shown = text if len(text) <= SHOWN_ANSWER else text[:SHOWN_ANSWER] + "..."
-            if not isinstance(judged, Violations):
-                if on_attempt is not None:
-                    on_attempt(Attempt(number, tokens, seconds, Violations(), shown))
-                return judged
-            if refused is None:  # an answer, refused: a server's client counts it
-                writer.refused()
-            attempt = Attempt(number, tokens, seconds, judged, shown)
-            attempts.append(attempt)
-            if on_attempt is not None:
-                on_attempt(attempt)
-            if budget.tokens is not None and spent >= budget.tokens:
-                raise WriteFailed(
-                    f"the token budget ({budget.tokens}) was spent in {_count(attempts)} and "
-                    f"no answer was accepted: {_last_reason(attempts)}",
-                    attempts,
-                )
-            if refused is None:
-                # The last refusals only: a long run of them would make every request
-                # longer than the one before, up to what the model's context holds.
-                kept = conversation[len(messages) :][-2 * (KEPT_REFUSALS - 1) :]
-                conversation = [
-                    *messages,
-                    *kept,
-                    {"role": "assistant", "content": shown},
-                    {"role": "user", "content": refusal_message(judged)},
-                ]
-    if timer.cancelled_caught:
+        writing.set("plancontracts.outcome", "attempts spent")
         raise WriteFailed(
-            f"the time budget ({budget.seconds:g} s) was spent in {_count(attempts, True)} and "
-            f"no answer was accepted" + (f": {_last_reason(attempts)}" if attempts else ""),
-            attempts,
+            f"no answer was accepted in {_count(attempts)}: {_last_reason(attempts)}", attempts
         )
-    raise WriteFailed(
-        f"no answer was accepted in {_count(attempts)}: {_last_reason(attempts)}", attempts
+
+
+def _model_attributes(writer: Writer) -> dict[str, AttributeValue]:
+    """What a model call's span says of `writer`: its own `otel_attributes`, or its type."""
+    described = getattr(writer, "otel_attributes", None)
+    if isinstance(described, dict):
+        return dict(described)
+    return {"gen_ai.request.model": type(writer).__name__}
+
+
+def _metric_model(model: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+    """The attributes of a model a metric keeps: the model and provider, never its address."""
+    return {
+        key: model[key] for key in ("gen_ai.provider.name", "gen_ai.request.model") if key in model
+    }
+
+
+def _told_usage(
+    call: Told, model: dict[str, AttributeValue], read: int, written: int, seconds: float
+) -> None:
+    """An answer's tokens and time, on its span and in the GenAI conventions' metrics."""
+    call.update({"gen_ai.usage.input_tokens": read or None, "gen_ai.usage.output_tokens": written})
+    if not call.recording and not tracing():
+        return
+    about = {"gen_ai.operation.name": "chat", **_metric_model(model)}
+    measure("gen_ai.client.operation.duration", seconds, about)
+    if read:
+        measure("gen_ai.client.token.usage", read, {**about, "gen_ai.token.type": "input"})
+    measure("gen_ai.client.token.usage", written, {**about, "gen_ai.token.type": "output"})
+
+
+def _told_refusal(call: Told, violations: Violations, answered: bool) -> None:
+    """A refused answer on its span: failed, how many violations, and their lines if captured."""
+    call.set("plancontracts.outcome", "refused")
+    call.set("plancontracts.violations.count", len(violations))
+    if capturing_content():
+        call.set("plancontracts.violations", [str(violation) for violation in violations])
+    call.fail(
+        "plancontracts.refused" if answered else "plancontracts.no_answer",
+        violations.summary() if answered else str(violations[0]),
     )
+
+
+def _messages_attribute(conversation: Sequence[Message]) -> str:
+    """The conversation as the GenAI conventions' `gen_ai.input.messages` (JSON text)."""
+    return msgspec.json.encode(
+        [
+            {"role": message["role"], "parts": [{"type": "text", "content": message["content"]}]}
+            for message in conversation
+        ]
+    ).decode()
+
+
+def _answer_attribute(text: str) -> str:
+    """An answer as the GenAI conventions' `gen_ai.output.messages` (JSON text)."""
+    return msgspec.json.encode(
+        [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
+    ).decode()
 
 
 _past_the_token_budget = "the answer went past the token budget, and was cut there"
@@ -397,6 +510,7 @@ async def write_under_profile(
         seed=seed,
         on_attempt=said,
         on_text=on_text,
+        what=who,
     )
 
 
@@ -614,6 +728,7 @@ def write(
         max_tokens=max_tokens,
         seed=seed,
         on_attempt=on_attempt,
+        what=contract_name(contract),
     )
 
 
@@ -682,6 +797,7 @@ async def _streamed(
                 seed=seed,
                 on_attempt=attempt_ended,
                 on_text=on_text,
+                what=contract_name(contract),
             )
             value = msgspec.to_builtins(document)
             await send.send(Partial(value, max(state.attempt, 1), state.tokens, True, document))
