@@ -7,17 +7,20 @@ import re
 import subprocess
 import sys
 import tomllib
-from importlib.metadata import packages_distributions
+from importlib.metadata import distributions, packages_distributions
 from pathlib import Path
+from typing import Any
 
 import pytest
+from local_servers import A_PLAN, Reply, model_server
 from packaging.requirements import Requirement
 
 from plancontracts import contract_schema
 from plancontracts.runtime.commandkit import EXTRAS
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONAL = sorted({name for modules in EXTRAS.values() for name in modules})
+# Top-level names: an import of any part of a namespace package (opentelemetry) loads its top.
+OPTIONAL = sorted({name.split(".")[0] for modules in EXTRAS.values() for name in modules})
 
 
 def canonical(name: str) -> str:
@@ -25,18 +28,37 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def installed_by(module: str) -> set[str]:
+    """The distributions whose files hold `module`, a top-level or a dotted module name.
+
+    A dotted name is a part of a namespace package that many distributions
+    share (`opentelemetry.sdk`): only the distributions with files under it, or
+    its own file, install it.
+    """
+    if "." not in module:
+        return {canonical(name) for name in packages_distributions()[module]}
+    path = module.replace(".", "/")
+    return {
+        canonical(dist.metadata["Name"])
+        for dist in distributions()
+        if any(
+            str(file).startswith(f"{path}/") or str(file) == f"{path}.py"
+            for file in dist.files or ()
+        )
+    }
+
+
 def test_each_extra_lists_the_modules_of_the_distributions_pyproject_names() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    installed_by = packages_distributions()
     for extra, modules in EXTRAS.items():
         named = {
             canonical(match[0])
             for requirement in extras[extra]
             if (match := re.match(r"[A-Za-z0-9._-]+", requirement))
         }
-        found = {canonical(dist) for module in modules for dist in installed_by[module]}
+        found = {dist for module in modules for dist in installed_by(module)}
         assert found == named, extra
 
 
@@ -111,6 +133,20 @@ def test_a_command_without_its_extra_names_it_in_one_line_and_exits_2(
 
 
 @pytest.mark.process  # extras hidden in a fresh interpreter
+def test_otel_without_its_extra_names_it_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(contract_schema("plan")["examples"][1]))
+    done = without("opentelemetry", "validate", "plan", str(plan), "--otel")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""  # checked before the command ran
+    modules = ", ".join(EXTRAS["otel"])
+    assert done.stderr == (
+        "plancontracts: error: --otel needs the otel extra, which is not installed "
+        f"(no module {modules}): pip install 'plancontracts[otel]'\n"
+    )
+
+
+@pytest.mark.process  # extras hidden in a fresh interpreter
 def test_goals_without_a_model_named_falls_back_and_tells_of_a_server() -> None:
     done = without("llama_cpp", "goals", "plan", "Reach the tower")
     assert done.returncode == 0, done.stderr
@@ -159,3 +195,42 @@ def test_the_core_commands_import_nothing_of_the_extras(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+@pytest.mark.process  # what a fresh interpreter imports
+def test_a_command_without_otel_imports_nothing_of_opentelemetry(tmp_path: Path) -> None:
+    """Installed, OpenTelemetry stays unloaded by a command that records spans when it is."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(contract_schema("plan")["examples"][1]))
+    schema = tmp_path / "recipe.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["name"]}))
+    code = (
+        "import json, sys\n"
+        "from plancontracts.runtime.cli.main import main\n"
+        "server = sys.argv[1]\n"
+        "for command in (['validate', 'plan', 'plan.json'],\n"
+        "                ['execute', 'plan.json', '--data', 'data'],\n"
+        "                ['write', '--schema', 'recipe.json', 'A soup', '--server', server],\n"
+        "                ['plan', '--execute', 'I roll a die', '--server', server,\n"
+        "                 '--data', 'data']):\n"
+        "    status = main(command)\n"
+        "    assert status == 0, (command, status)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry')))\n"
+    )
+
+    def answer(number: int, body: dict[str, Any]) -> Reply:
+        planning = "roll" in json.dumps(body["messages"])
+        return Reply(content=A_PLAN if planning else '{"name": "Soup"}')
+
+    with model_server(answer) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", code, server.url],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+    assert len(server.requests) == 2  # the commands that write did ask the model
