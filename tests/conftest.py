@@ -10,13 +10,16 @@ import os
 import sys
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 from packaged_model import model_file
 
 from plancontracts.runtime.model.local import LocalModel
+
+if TYPE_CHECKING:
+    from traces import Traced
 
 # Nothing downloads in tests: huggingface_hub (here and in every subprocess a test
 # starts) answers from its cache or fails at once. Download tests use a local server.
@@ -113,6 +116,18 @@ def shared_model(packaged_model: LocalModel, monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(LocalModel, "load", staticmethod(shared))
     return packaged_model
+
+
+@pytest.fixture
+def traced() -> Traced:
+    """The spans and metrics this test records, in memory (tests/traces.py).
+
+    Imported here only when a test takes it: the other tests run with no
+    OpenTelemetry in their process, as a program without it does.
+    """
+    from traces import recording
+
+    return recording()
 
 
 @pytest.fixture

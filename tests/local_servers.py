@@ -104,6 +104,8 @@ class Reply:
     tokens: int | None = None
     """The answer's `usage.completion_tokens`: sent when not None, and in a stream always (one
     token for each event of text when None)."""
+    prompt_tokens: int | None = None
+    "The prompt's `usage.prompt_tokens`, in a stream's usage chunk: sent when not None."
     piece: int = 3
     "The characters of `content` in each event of a streamed answer."
     cut: int | None = None
@@ -237,7 +239,10 @@ def model_server(
             ]
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish}]})
             used = len(pieces) if reply.tokens is None else reply.tokens
-            chunks.append({"choices": [], "usage": {"completion_tokens": used}})
+            usage: dict[str, int] = {"completion_tokens": used}
+            if reply.prompt_tokens is not None:
+                usage["prompt_tokens"] = reply.prompt_tokens
+            chunks.append({"choices": [], "usage": usage})
             events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
             events.append(b"data: [DONE]\n\n")
             stream = b"".join(events)

@@ -23,7 +23,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-__all__ = ["Traced", "traced"]
+__all__ = ["Traced", "attributes", "recording"]
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    """`span`'s attributes, as plain values a test compares (the SDK types them broadly)."""
+    return dict(span.attributes or {})
 
 
 @dataclass
@@ -78,19 +83,24 @@ class Traced:
 
     def counted(self, name: str, **attributes: Any) -> float:
         """The sum of counter `name` over its points whose attributes include `attributes`."""
-        return sum(
-            point.value
-            for point in self.metric_points(name)
-            if all(point.attributes.get(key) == value for key, value in attributes.items())
+        return float(
+            sum(
+                point.value
+                for point in self.metric_points(name)
+                if all(point.attributes.get(key) == value for key, value in attributes.items())
+            )
         )
 
 
 _installed: Traced | None = None
 
 
-@pytest.fixture
-def traced() -> Traced:
-    """The process's in-memory OpenTelemetry, emptied: what this test records, alone."""
+def recording() -> Traced:
+    """The process's in-memory OpenTelemetry, emptied: what the `traced` fixture gives.
+
+    The fixture is conftest.py's, which imports this module only when a test
+    takes it: every other test runs with no OpenTelemetry in its process.
+    """
     global _installed
     if _installed is None:
         exporter = InMemorySpanExporter()
@@ -103,3 +113,7 @@ def traced() -> Traced:
         _installed = Traced(exporter, reader)
     _installed.clear()
     return _installed
+
+
+# The fixture under this module's name too, for a module that imports it from here.
+traced = pytest.fixture(recording)

@@ -1,0 +1,214 @@
+"""Every answer a model writes is a GenAI `chat` span under its `write` span, content kept out.
+
+Read through OpenTelemetry's SDK in memory (`traces.traced`): the spans'
+names, parents and attributes, and the metrics, as a team's backend gets them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from local_servers import Reply, model_server
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+from test_write import GOOD, RECIPE, ScriptedWriter, text
+from tiers import examples_at_most
+from traces import Traced, attributes
+
+from plancontracts import Budget, ContractSet, WriteFailed, load_contracts, write
+from plancontracts.runtime.core.telemetry import CONTENT_VARIABLE
+from plancontracts.runtime.model.local import LocalModel
+from plancontracts.runtime.model.resolution import ServerSettings
+from plancontracts.runtime.model.served import ServedModel
+
+PROMPT = "A soup for four, with leeks from the garden"
+
+
+@pytest.fixture
+def recipes(tmp_path: Path) -> ContractSet:
+    path = tmp_path / "recipe.schema.json"
+    path.write_text(json.dumps(RECIPE))
+    return load_contracts(path)
+
+
+def written(recipes: ContractSet, writer: Any, prompt: str = PROMPT, **options: Any) -> Any:
+    async def run() -> Any:
+        return await write(recipes["recipe"], prompt, writer=writer, **options)
+
+    return trio.run(run)
+
+
+def attribute_text(spans: list[ReadableSpan]) -> str:
+    """Every attribute, event and status of `spans` as one text, to look for what must not be."""
+    parts: list[str] = []
+    for span in spans:
+        parts.append(span.name)
+        parts.extend(f"{key}={value!s}" for key, value in attributes(span).items())
+        for event in span.events:
+            parts.append(event.name)
+            parts.extend(f"{key}={value!s}" for key, value in dict(event.attributes or {}).items())
+        parts.append(span.status.description or "")
+    return "\n".join(parts)
+
+
+def test_a_refused_answer_and_its_reask_are_two_chat_spans_under_one_write(
+    recipes: ContractSet, traced: Traced
+) -> None:
+    bad = {**GOOD, "serves": 40, "steps": ["boil water"]}
+    assert written(recipes, ScriptedWriter([text(bad), text(GOOD)])) == GOOD
+    (writing,) = traced.named("write recipe")
+    assert writing.parent is None
+    assert attributes(writing)["plancontracts.outcome"] == "accepted"
+    assert attributes(writing)["plancontracts.attempts.used"] == 2
+    first, second = traced.children(writing)
+    for number, call in enumerate((first, second), start=1):
+        assert call.name == "chat ScriptedWriter"
+        assert call.kind is SpanKind.CLIENT
+        assert attributes(call)["gen_ai.operation.name"] == "chat"
+        assert attributes(call)["gen_ai.output.type"] == "json"
+        assert attributes(call)["plancontracts.attempt"] == number
+        assert attributes(call)["gen_ai.usage.output_tokens"] > 0
+    assert attributes(first)["plancontracts.outcome"] == "refused"
+    assert attributes(first)["plancontracts.violations.count"] == 2
+    assert attributes(first)["error.type"] == "plancontracts.refused"
+    assert first.status.status_code is StatusCode.ERROR
+    assert attributes(second)["plancontracts.outcome"] == "accepted"
+    assert second.status.status_code is StatusCode.UNSET
+    assert (
+        traced.counted("plancontracts.write.attempts", **{"plancontracts.contract": "recipe"}) == 2
+    )
+    assert traced.counted("plancontracts.write.refusals") == 1
+    assert (
+        traced.counted("plancontracts.write.attempts", **{"plancontracts.outcome": "refused"}) == 1
+    )
+    outputs = [
+        point
+        for point in traced.metric_points("gen_ai.client.token.usage")
+        if attributes(point)["gen_ai.token.type"] == "output"
+    ]
+    assert sum(point.count for point in outputs) == 2
+
+
+def test_a_spent_budget_fails_the_write_span_with_its_type_not_its_message(
+    recipes: ContractSet, traced: Traced
+) -> None:
+    bad = text({**GOOD, "serves": 40})
+    with pytest.raises(WriteFailed):
+        written(recipes, ScriptedWriter([bad, bad]), budget=Budget(attempts=2))
+    (writing,) = traced.named("write recipe")
+    assert attributes(writing)["plancontracts.outcome"] == "attempts spent"
+    assert attributes(writing)["error.type"] == "plancontracts.runtime.core.errors.WriteFailed"
+    assert writing.status.status_code is StatusCode.ERROR
+    assert "serves" not in (writing.status.description or "")
+    assert len(traced.children(writing)) == 2
+
+
+def test_a_writer_that_fails_is_a_chat_span_with_no_answer(
+    recipes: ContractSet, traced: Traced
+) -> None:
+    from plancontracts import GenerationFailed
+
+    written(recipes, ScriptedWriter([GenerationFailed("the context is full"), text(GOOD)]))
+    first, _second = traced.children(traced.named("write recipe")[0])
+    assert attributes(first)["error.type"] == "plancontracts.no_answer"
+
+
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=examples_at_most(200)
+)
+@given(
+    # Apart from what is drawn, spans hold ASCII only and no word of these letters.
+    prompt=st.text(min_size=12, max_size=60).filter(lambda each: not each.isascii()),
+    name=st.text("qxzjkvw", min_size=12, max_size=30),
+)
+def test_no_span_holds_the_prompt_or_the_answer_without_content_capture(
+    recipes: ContractSet, traced: Traced, monkeypatch: pytest.MonkeyPatch, prompt: str, name: str
+) -> None:
+    """For any prompt and answer: kept out of every span unless capture is on."""
+    monkeypatch.delenv(CONTENT_VARIABLE, raising=False)
+    traced.clear()
+    answer = {**GOOD, "name": name}
+    refused = {**answer, "serves": 40}
+    written(recipes, ScriptedWriter([text(refused), text(answer)]), prompt)
+    seen = attribute_text(traced.spans)
+    assert len(traced.spans) == 3
+    assert prompt not in seen
+    assert name not in seen
+
+
+def test_content_capture_puts_the_conversation_and_the_answer_on_the_chat_span(
+    recipes: ContractSet, traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONTENT_VARIABLE, "true")
+    bad = {**GOOD, "serves": 40}
+    written(recipes, ScriptedWriter([text(bad), text(GOOD)]))
+    first, second = traced.children(traced.named("write recipe")[0])
+    asked = json.loads(str(attributes(first)["gen_ai.input.messages"]))
+    assert asked[-1] == {"role": "user", "parts": [{"type": "text", "content": PROMPT}]}
+    answered = json.loads(str(attributes(first)["gen_ai.output.messages"]))
+    assert json.loads(answered[0]["parts"][0]["content"]) == bad
+    assert any("/serves" in line for line in attributes(first)["plancontracts.violations"])
+    # The re-ask holds the refused answer and what was wrong with it.
+    reasked = json.loads(str(attributes(second)["gen_ai.input.messages"]))
+    assert [message["role"] for message in reasked[-2:]] == ["assistant", "user"]
+
+
+def test_a_server_is_named_by_host_and_port_never_by_its_password_or_key(
+    recipes: ContractSet, traced: Traced
+) -> None:
+    replies = [
+        Reply(content=text({**GOOD, "serves": 40}), prompt_tokens=57),
+        Reply(content=text(GOOD), prompt_tokens=88),
+    ]
+    with model_server(lambda number, body: replies[number]) as server:
+        host_and_port = server.url.removeprefix("http://")
+        url = f"http://reader:s3cret-password@{host_and_port}"
+        served = ServedModel.connect(
+            ServerSettings(url), environ={"PLANCONTRACTS_API_KEY": "sk-the-key"}, say=print
+        )
+        assert written(recipes, served) == GOOD
+    first, second = traced.children(traced.named("write recipe")[0])
+    assert first.name == "chat stub-model"
+    host, port = host_and_port.split(":")
+    assert attributes(first)["server.address"] == host
+    assert attributes(first)["server.port"] == int(port)
+    assert attributes(first)["gen_ai.provider.name"] == "openai_compatible"
+    assert attributes(first)["gen_ai.request.model"] == "stub-model"
+    assert attributes(first)["gen_ai.usage.input_tokens"] == 57
+    assert attributes(second)["gen_ai.usage.input_tokens"] == 88
+    seen = attribute_text(traced.spans)
+    assert "s3cret" not in seen
+    assert "sk-the-key" not in seen
+    inputs = [
+        point
+        for point in traced.metric_points("gen_ai.client.token.usage")
+        if attributes(point)["gen_ai.token.type"] == "input"
+    ]
+    assert sum(point.sum for point in inputs) == 57 + 88
+    assert all("server.address" not in point.attributes for point in inputs)
+
+
+@pytest.mark.model
+def test_the_local_model_reports_the_tokens_it_read_and_wrote(
+    tmp_path: Path, traced: Traced, packaged_model: LocalModel
+) -> None:
+    small = {"title": "Count", "type": "object", "required": ["n"],
+             "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}}  # fmt: skip
+    (tmp_path / "count.schema.json").write_text(json.dumps(small))
+    contract = load_contracts(tmp_path / "count.schema.json")["count"]
+
+    async def run() -> Any:
+        return await write(contract, "Count to one", writer=packaged_model, attempts=1, seed=1)
+
+    trio.run(run)
+    (call,) = traced.children(traced.named("write count")[0])
+    assert attributes(call)["gen_ai.provider.name"] == "llama.cpp"
+    assert attributes(call)["gen_ai.request.model"] == packaged_model.path.stem
+    assert attributes(call)["gen_ai.usage.input_tokens"] > 20  # the system message and prompt
+    assert attributes(call)["gen_ai.usage.output_tokens"] > 0
