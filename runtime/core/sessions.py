@@ -19,10 +19,17 @@ A handler checks the call and returns what it did (`Handled`), or raises
 `ToolValidationError`, whose text is what the model that made the call reads
 back. It changes nothing it was given: a refused call leaves the session's
 state as it was, the very same object.
+
+Each call (`call`, `refuse`) is one OpenTelemetry span, `execute_tool
+{tool}`, as the GenAI conventions name a tool's execution
+(`core.telemetry`), whatever family the session is of: a family changes how
+a call is made (`perform`, `adopt`), never how it is told.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -31,6 +38,7 @@ import msgspec
 
 from ...generated import Contract
 from .errors import ContractError, ToolValidationError, Violation
+from .telemetry import Told, capturing_content, count, measure, span, tracing
 from .tools import Tool, ToolSet
 from .validation import convert
 
@@ -134,7 +142,9 @@ class ToolSession(Generic[State, Context]):
     """One state, changed only by calls of the tools of `handlers`; `context` goes to each.
 
     A family subclasses it, naming the state as its documents call it
-    (the plan, the draft) and keeping or saving it in `adopt`.
+    (the plan, the draft), keeping or saving it in `adopt`, and making a
+    call its own way in `perform` (inside a transaction, say); `call` and
+    `refuse` stay as they are, so that every call is traced alike.
     """
 
     def __init__(self, handlers: Handlers[State, Context], state: State, context: Context) -> None:
@@ -152,24 +162,55 @@ class ToolSession(Generic[State, Context]):
         """The state now."""
         return self._state
 
+    @property
+    def conversation_id(self) -> str | None:
+        """The id a family gives the session (a plan session's id, a draft's package id).
+
+        The `gen_ai.conversation.id` of its calls' spans; None (the default)
+        where the family names none.
+        """
+        return None
+
     def call(self, tool: str, arguments: Any) -> CallResult[State]:
         """Call the tool named `tool` with `arguments`, a parsed JSON value (normally a dict).
 
         Never raises for a bad call: an unknown tool, arguments that break its
         contract, a state that forbids the call and a state that cannot be
-        kept (`adopt`) are all a result whose `error` says why.
+        kept (`adopt`) are all a result whose `error` says why. The call is
+        one `execute_tool` span (`_traced`), refused or not.
+        """
+        if not tracing():  # the common case: not even the clock is read
+            return self.perform(tool, arguments)
+        return self._traced(tool, arguments, lambda: self.perform(tool, arguments))
+
+    def refuse(self, tool: str, error: ToolValidationError) -> CallResult[State]:
+        """A call of `tool` refused before any tool ran (a line that is no call): one span too.
+
+        The state stays as it was. Within `perform`, `refused` says the same
+        without a span of its own: the call's span tells it.
+        """
+        if not tracing():
+            return self.refused(tool, error)
+        return self._traced(tool, None, lambda: self.refused(tool, error))
+
+    def perform(self, tool: str, arguments: Any) -> CallResult[State]:
+        """Make the call `call` is asked for: the tool's handler, then `adopt`. Never raises.
+
+        A family overrides it to make the call inside something of its own
+        (a store's transaction), calling this one within; it refuses with
+        `refused`.
         """
         latest = self._state
         try:
             handled = self._handlers.handle(tool, latest, arguments, self._context)
             state = self.adopt(tool, handled)
         except ToolValidationError as error:
-            return self.refuse(tool, error)
+            return self.refused(tool, error)
         self._state = state
         return CallResult(tool, handled.result, None, handled.message, state)
 
-    def refuse(self, tool: str, error: ToolValidationError) -> CallResult[State]:
-        """A call refused, before or by its tool: the state stays as it was."""
+    def refused(self, tool: str, error: ToolValidationError) -> CallResult[State]:
+        """The result of a call refused, before or by its tool: the state stays as it was."""
         return CallResult(tool, None, error, str(error), self._state)
 
     def adopt(self, tool: str, handled: Handled[State]) -> State:
@@ -180,6 +221,58 @@ class ToolSession(Generic[State, Context]):
         the call, and the state stays as it was.
         """
         return handled.state
+
+    def _traced(
+        self, tool: str, arguments: Any, make: Callable[[], CallResult[State]]
+    ) -> CallResult[State]:
+        """What `make()` returns, made inside the `execute_tool` span of a call of `tool`.
+
+        The span names the tool only when the session has one of that name:
+        a name a model made up is what it wrote, content. `arguments` (None:
+        the call had none to show) and the result are kept only where content
+        is captured. A refused call fails the span (`plancontracts.refused`)
+        and counts in `plancontracts.tool.failures`.
+        """
+        name = tool if any(each.name == tool for each in self.tools) else None
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+            "gen_ai.conversation.id": self.conversation_id,
+        }
+        started = time.monotonic()
+        with span("execute_tool" if name is None else f"execute_tool {name}", attributes) as told:
+            done = make()
+            state = "ok" if done.error is None else "refused"
+            told.set("plancontracts.tool.state", state)
+            if done.error is not None:
+                # Every refusal is at least the one problem its message says.
+                told.set("plancontracts.violations.count", len(done.error.violations) or 1)
+                told.fail("plancontracts.refused", done.message)
+            if told.recording and capturing_content():
+                _captured(told, arguments, done)
+        measured: dict[str, str] = {"plancontracts.tool.state": state}
+        if name is not None:
+            measured["gen_ai.tool.name"] = name
+        measure("plancontracts.tool.duration", time.monotonic() - started, measured)
+        if done.error is not None:
+            count("plancontracts.tool.failures", 1, measured)
+        return done
+
+
+def _captured(told: Told, arguments: Any, done: CallResult[Any]) -> None:
+    """Put a call's arguments and what it returned on its span, as JSON text (content capture).
+
+    A refused call returned the message its caller read back. Arguments that
+    are no JSON value (a program's own object) are left out.
+    """
+    if arguments is not None:
+        with contextlib.suppress(TypeError, ValueError, OverflowError, msgspec.EncodeError):
+            told.set("gen_ai.tool.call.arguments", msgspec.json.encode(arguments).decode())
+    if done.result is not None:
+        told.set("gen_ai.tool.call.result", msgspec.json.encode(done.result).decode())
+    else:
+        told.set("gen_ai.tool.call.result", done.message)
 
 
 def arguments_of(tool: Tool, value: Any, explain: Callable[[Violation], str] | None = None) -> Any:

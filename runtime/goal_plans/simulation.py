@@ -41,6 +41,7 @@ from ...generated.goal_plans import (
 )
 from ..core.contracts import field_bound
 from ..core.errors import ContractError, Violation
+from ..core.telemetry import Told, capturing_content, span
 from .agent import MAX_SCRIPTED, GoalPlanner, Source
 from .prompts import Circumstances, PlanRequest
 from .session import Failure, PlanningSystem, StepOutcome, completed_steps
@@ -81,6 +82,9 @@ class Person:
     system: PlanningSystem
     planner: GoalPlanner
     context: Circumstances = field(default_factory=Circumstances)
+    cycles: int = field(default=0, init=False)
+    """The cycles this person ran, the number of its last `goal cycle` span (not saved:
+    a person resumed counts from 0 again)."""
 
     async def add_goal(self, goal: Goal) -> list[Happening]:
         """Add `goal` and plan what is due. Raises TooManyGoals when the goal list is full."""
@@ -110,17 +114,26 @@ class Person:
         """One cycle: the needs after it (if given), the step judged, then what is due planned.
 
         Raises ContractError, changing nothing, when the needs merged would be
-        more than `MAX_NEEDS`.
+        more than `MAX_NEEDS`. The cycle is one `goal cycle` span, the model's
+        answers its children, what it decided counted on it (`_told_cycle`).
         """
-        if needs is not None:
-            self.context = replace(self.context, needs=self._merged(needs))
-        plan = self.system.current_plan()
-        outcome = self.system.evaluate_step(action, satisfaction_delta)
-        happened = []
-        if outcome is StepOutcome.PLAN_COMPLETED and plan is not None:
-            goal = self._goal(plan.goal_id)
-            happened.append(Happening("completed", plan.goal_id, ended=plan, goal=goal))
-        return CycleReport(outcome, happened + await self._plan_due())
+        number = self.cycles + 1
+        with span("goal cycle", {"plancontracts.goal.cycle": number}) as told:
+            if told.recording and capturing_content():
+                told.set("plancontracts.goal.action", action)
+            if needs is not None:
+                self.context = replace(self.context, needs=self._merged(needs))
+            self.cycles = number  # a cycle refused changes nothing, its number included
+            plan = self.system.current_plan()
+            outcome = self.system.evaluate_step(action, satisfaction_delta)
+            happened = []
+            if outcome is StepOutcome.PLAN_COMPLETED and plan is not None:
+                goal = self._goal(plan.goal_id)
+                happened.append(Happening("completed", plan.goal_id, ended=plan, goal=goal))
+            report = CycleReport(outcome, happened + await self._plan_due())
+            if told.recording:
+                _told_cycle(told, report)
+        return report
 
     def _merged(self, needs: Mapping[str, float]) -> dict[str, float]:
         """The needs known once `needs` are told. Raises ContractError beyond `MAX_NEEDS`."""
@@ -241,3 +254,15 @@ class Person:
                 lessons=tuple(known.lessons),
             )
         return cls(PlanningSystem.from_contract(state, clock), planner, context)
+
+
+def _told_cycle(told: Told, report: CycleReport) -> None:
+    """Tell a cycle's span what it decided: its step's outcome, and how many plans each way.
+
+    Counts only: a goal's and a step's text are what a person wrote.
+    """
+    told.set("plancontracts.goal.outcome", report.outcome.value)
+    for what in ("planned", "replanned", "abandoned", "completed"):
+        told.set(
+            f"plancontracts.goal.{what}", sum(1 for each in report.happened if each.what == what)
+        )

@@ -131,6 +131,11 @@ class PlanSession(ToolSession[SessionPlan | None, None]):
 
         return unsubscribe
 
+    @property
+    def conversation_id(self) -> str:
+        """The session's id, on its calls' spans as on its events."""
+        return self.session_id
+
     def call(self, tool: str, arguments: Any) -> CallResult[SessionPlan | None]:
         """Call the tool `tool` with `arguments`, as `ToolSession.call` does, then tell subscribers.
 

@@ -14,7 +14,7 @@ it (a draft that cannot be saved refuses the call), and `DraftSession.resume`
 loads one back; given a folder, `finalizePackage` saves the package there as
 JSON too, only once the call is accepted. Nothing is written anywhere else.
 Runs sharing a store each read the session's latest draft at every call
-(`DraftSession.call`), so several may call one session at once.
+(`DraftSession.perform`), so several may call one session at once.
 """
 
 from __future__ import annotations
@@ -90,8 +90,13 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         """The draft now."""
         return self.state
 
-    def call(self, tool: str, arguments: Any) -> CallResult[StoryDraft]:
-        """Call `tool` with `arguments` (see `ToolSession.call`); never raises for a bad call.
+    @property
+    def conversation_id(self) -> str:
+        """The draft's package id: the session's name (`--session`), on its calls' spans."""
+        return self._state.package_id
+
+    def perform(self, tool: str, arguments: Any) -> CallResult[StoryDraft]:
+        """Make a call of `tool` with `arguments` (see `ToolSession.call`); never raises.
 
         With a store, the call reads the session's draft saved there, changes
         it and saves it in one write transaction, so runs calling one session
@@ -102,22 +107,22 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         # The draft counts the time its successful calls take, asset generation included.
         self._started = time.monotonic()
         if self._store is None:
-            return super().call(tool, arguments)
+            return super().perform(tool, arguments)
         store, before, package = self._store, self._state, self.package
         try:
             store.begin()
         except StoreError as error:
-            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+            return self.refused(tool, ToolValidationError(tool, None, str(error)))
         try:
             latest = store.find_draft(before.package_id)
         except StoreError as error:
             store.rollback()
-            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+            return self.refused(tool, ToolValidationError(tool, None, str(error)))
         # None: a new session, saved by its first successful call; an equal draft
         # is kept as it is, so a call refused with nobody else's change leaves the same object.
         if latest is not None and latest != before:
             self._state = latest
-        done = super().call(tool, arguments)
+        done = super().perform(tool, arguments)
         if not done.ok:
             store.rollback()
             self._unstage()
@@ -127,7 +132,7 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
         except StoreError as error:
             self._unstage()
             self._state, self.package = before, package
-            return self.refuse(tool, ToolValidationError(tool, None, str(error)))
+            return self.refused(tool, ToolValidationError(tool, None, str(error)))
         if self._staged is not None:
             # Renamed only once the store has the package: a run killed before
             # leaves a hidden temporary file, never a package the store lacks.
@@ -139,7 +144,7 @@ class DraftSession(ToolSession[StoryDraft, Workshop]):
                 part.unlink(missing_ok=True)
                 reason = error.strerror or str(error)
                 message = f"the package is saved in the database; its file is not: {reason}"
-                return self.refuse(tool, ToolValidationError(tool, None, message))
+                return self.refused(tool, ToolValidationError(tool, None, message))
         return done
 
     def adopt(self, tool: str, handled: Handled[StoryDraft]) -> StoryDraft:
