@@ -38,6 +38,7 @@ from ..core.plain_text import one_line
 from ..core.profiles import WHITESPACE
 from ..engine.skills import Script, SkillSet
 from ..model.writer import Writer
+from ..model.writing import write_under_profile
 
 __all__ = [
     "NARRATION_CAPABILITY",
@@ -199,12 +200,19 @@ async def choose_by_model(
     if not by_skill:
         return Choice("model", ())
     offered = [skills.skills[name] for name in by_skill]
-    document = await writer.write_chat(
+    # Through the loop every generator writes through, once: traced as they are.
+    # Its refusal is raised (WriteFailed), and the planner says it.
+    document = await write_under_profile(
+        writer,
         choice_messages(text, offered),
         choice_profile(list(by_skill)),
         answer="Skills JSON",
         max_tokens=0,
         seed=seed,
+        accept=lambda document: document,
+        say=lambda line: None,
+        who="skill choice",
+        attempts=1,
     )
     names = dict.fromkeys(str(name) for name in document["skills"])
     return Choice(
