@@ -39,6 +39,7 @@ from ...generated.tool_plans import (
     SkillChoice,
     ToolInvocation,
 )
+from ..core.telemetry import span
 from ..core.templates import template
 from ..engine.limits import MAX_GENERATIONS, Limits
 from ..engine.result import milliseconds
@@ -143,7 +144,8 @@ async def play_turn(
     record as soon as its execution ended, after it was logged. An exception
     from either stops the turn and propagates. `disabled` skills are left
     out from the first plan on (a session's skills turned off, say).
-    Raises ValueError for `max_generations` outside 1..5.
+    Raises ValueError for `max_generations` outside 1..5. Traced as one
+    `invoke_agent narrator` span (`core.telemetry`).
     """
     # The executor (and trio) are imported on first use: every command imports this family.
     from ..engine.executor import execute_plan
@@ -154,45 +156,60 @@ async def play_turn(
     off = sorted(set(disabled))
     parent: str | None = None
     failures: list[str] = []
-    for generation in range(1, max_generations + 1):
-        started = time.perf_counter()
-        asked: dict[str, Any] = {
-            "disabled": off,
-            "state": state,
-            "generation": generation,
-            "parent_plan_id": parent,
-            "seed": seed,
-            "failures": failures,
-        }
-        ran: dict[str, Any] = {"skills": planner.skills, "limits": limits, "data_root": data_root}
-        if isinstance(planner, Planner) and planner.writer is not None:
-            plan, result, planned = await _streamed(planner, player_input, asked, ran, on_ui_event)
-        else:
-            plan = await planner.plan(player_input, **asked)
-            planned = time.perf_counter()
-            result = await execute_plan(plan, **ran, on_ui_event=on_ui_event)
-        ended = datetime.now(UTC)
-        attempt = Attempt(
-            plan, result, planned - started, time.perf_counter() - planned, generation, ended
-        )
-        attempts.append(attempt)
-        record = attempt_record(attempt)
-        log.info(
-            "plan %s (generation %d): %s; %s", record.plan_id, generation, record.outcome,
-            choice_line(plan), extra={"plancontracts": msgspec.to_builtins(record)},
-        )  # fmt: skip
-        if on_attempt is not None:
-            on_attempt(record)
-        if result.success:
-            # A plan of no tools whose narrative is blank still tells the player something.
-            narration = _narration(plan, result, planner.skills) or echo_narrative(player_input)
-            return Turn(narration, tuple(attempts), fell_back=False)
-        off = list(result.disabled_skills)
-        parent = plan.request_id
-        failures = what_failed(record)
-        if not result.can_replan:
-            break
-    return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)
+    # One turn of the narrator, an agent in the GenAI conventions' terms: its plans'
+    # writing and execution are its children.
+    with span(
+        "invoke_agent narrator",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "narrator"},
+    ) as told:
+        for generation in range(1, max_generations + 1):
+            started = time.perf_counter()
+            asked: dict[str, Any] = {
+                "disabled": off,
+                "state": state,
+                "generation": generation,
+                "parent_plan_id": parent,
+                "seed": seed,
+                "failures": failures,
+            }
+            ran: dict[str, Any] = {
+                "skills": planner.skills,
+                "limits": limits,
+                "data_root": data_root,
+            }
+            if isinstance(planner, Planner) and planner.writer is not None:
+                plan, result, planned = await _streamed(
+                    planner, player_input, asked, ran, on_ui_event
+                )
+            else:
+                plan = await planner.plan(player_input, **asked)
+                planned = time.perf_counter()
+                result = await execute_plan(plan, **ran, on_ui_event=on_ui_event)
+            ended = datetime.now(UTC)
+            attempt = Attempt(
+                plan, result, planned - started, time.perf_counter() - planned, generation, ended
+            )
+            attempts.append(attempt)
+            record = attempt_record(attempt)
+            log.info(
+                "plan %s (generation %d): %s; %s", record.plan_id, generation, record.outcome,
+                choice_line(plan), extra={"plancontracts": msgspec.to_builtins(record)},
+            )  # fmt: skip
+            if on_attempt is not None:
+                on_attempt(record)
+            told.set("plancontracts.turn.generations", generation)
+            if result.success:
+                # A plan of no tools whose narrative is blank still tells the player something.
+                narration = _narration(plan, result, planner.skills) or echo_narrative(player_input)
+                told.set("plancontracts.turn.fell_back", False)
+                return Turn(narration, tuple(attempts), fell_back=False)
+            off = list(result.disabled_skills)
+            parent = plan.request_id
+            failures = what_failed(record)
+            if not result.can_replan:
+                break
+        told.set("plancontracts.turn.fell_back", True)
+        return Turn(fallback_narration(player_input), tuple(attempts), fell_back=True)
 
 
 async def _streamed(
