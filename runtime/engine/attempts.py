@@ -20,10 +20,12 @@ import trio
 
 from ...generated.tool_plans import Plan, RetryPolicy, ToolError, ToolRequest
 from ..core.errors import ProtocolViolation
+from ..core.telemetry import Told, span, tracing
 from .limits import Limits
 from .runs import ToolFunction, ToolRun, UiEventHandler, call_input, failure
 from .sink import EventBudget, Sink
 from .skills import Script
+from .spans import retried, tool_attributes, tool_ended, tool_span_name, tool_stopped
 from .tool_process import ProcessEnd, StreamLimits, run_process
 
 __all__ = ["ToolAttempts"]
@@ -70,7 +72,34 @@ class ToolAttempts:
         self.budget = EventBudget(limits.max_kept_event_bytes)
 
     async def run_tool(self, run: ToolRun) -> None:
-        """Attempt `run` until it succeeds or its retries are spent; its state says how it ended."""
+        """Attempt `run` until it succeeds or its retries are spent; its state says how it ended.
+
+        Traced as the span `execute_tool {toolPath}` (`spans.py`) when the
+        program traces: a tool the plan's deadline stops is told as timed
+        out; any other exception marks the span failed by its type.
+        """
+        if not tracing():
+            await self._run_tool(run, None)
+            return
+        stopped: trio.Cancelled | None = None
+        with span(tool_span_name(run), tool_attributes(run)) as told:
+            try:
+                await self._run_tool(run, told)
+            except trio.Cancelled as cancelled:
+                now = trio.current_time()
+                if now < self.deadline:
+                    raise
+                # Raised again once the span is told why: the plan's deadline, not
+                # an outside cancellation.
+                tool_stopped(told, run, now - (run.started or now))
+                stopped = cancelled
+            else:
+                tool_ended(told, run)
+        if stopped is not None:
+            raise stopped
+
+    async def _run_tool(self, run: ToolRun, told: Told | None) -> None:
+        """`run_tool`'s work; each retry an event of `told`, the tool's span, if traced."""
         run.started = trio.current_time()
         if isinstance(run.target, Script):
             policy = run.call.retry_policy or run.target.retry_policy or DEFAULT_RETRY_POLICY
@@ -93,6 +122,8 @@ class ToolAttempts:
             await trio.sleep(delay)
             attempt += 1
             run.retries += 1
+            if told is not None:
+                retried(told, attempt, outcome)
         run.elapsed = trio.current_time() - run.started
         if run.state != "success":
             self.failed.append(run.index)
@@ -154,6 +185,7 @@ class ToolAttempts:
             self.limits.max_line_bytes, self.limits.max_stderr_bytes, self.limits.shutdown_grace
         )
         timeout = self._timeout(run)
+        run.exit_code = None
         with trio.move_on_after(timeout) as deadline:
             try:
                 await run_process(
@@ -167,6 +199,7 @@ class ToolAttempts:
                 )
             except OSError as error:
                 return failure("process_error", "not_started", f"the script did not start: {error}")
+        run.exit_code = end.exit_code
         # Not cut to a message's length: the end of standard error says why a
         # script died, and the stream limit already bounds what was kept.
         details = {"stderr": end.stderr_text()} if end.stderr else {}

@@ -21,6 +21,10 @@ Each failed attempt is retried up to the policy's `maxRetries`, waiting
 `backoffMs * 2^(n-1)` before retry n, never past the plan's deadline. At the
 plan's deadline, running tools are stopped (state `timeout`) and tools not
 started are `skipped`.
+
+A program that traces (OpenTelemetry) gets one `execute plan` span per
+execution, with one `execute_tool {toolPath}` span per tool under it
+(`spans.py`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .runs import EmitEvent, ToolFunction, UiEventHandler
 from .scheduling import run_in_order
 from .sink import merge_patch
 from .skills import SkillSet
+from .spans import plan_ended, plan_span
 
 __all__ = [
     "EmitEvent",
@@ -82,7 +87,33 @@ async def execute_plan(
     """
     if not 1 <= attempt_number <= MAX_ATTEMPT_NUMBER:
         raise ValueError(f"attempt_number must be 1 to {MAX_ATTEMPT_NUMBER}")
-    limits = limits or Limits()
+    with plan_span(plan.request_id, parallel=plan.parallel, attempt=attempt_number) as told:
+        result = await _execute(
+            plan,
+            skills,
+            functions,
+            limits or Limits(),
+            data_root=data_root,
+            asset_folders=asset_folders,
+            on_ui_event=on_ui_event,
+            attempt_number=attempt_number,
+        )
+        plan_ended(told, plan, result)
+    return result
+
+
+async def _execute(
+    plan: Plan,
+    skills: SkillSet | None,
+    functions: Mapping[str, ToolFunction] | None,
+    limits: Limits,
+    *,
+    data_root: Path | None,
+    asset_folders: Sequence[Path],
+    on_ui_event: UiEventHandler | None,
+    attempt_number: int,
+) -> ExecutionResult:
+    """`execute_plan`'s work, inside its span; arguments and exceptions as there."""
     folders = tuple(folder.resolve() for folder in asset_folders)
     skills, functions = with_defaults(skills, functions)
     started = trio.current_time()

@@ -106,6 +106,9 @@ class ToolRun:
     started: float | None = None
     elapsed: float = 0.0
     error: ToolError | None = None
+    exit_code: int | None = None
+    """The exit status of its last attempt's process (negative for a signal); None for
+    a function, or a process stopped before it exited."""
     output: dict[str, Any] | None = None
     patches: list[dict[str, Any]] = field(default_factory=list)
     "The state patches of its successful attempt."

@@ -5,7 +5,7 @@ Tools run in dependency order, ties broken by their order in the plan. With
 most `max_concurrency` at once; any other tool runs alone. A tool whose
 dependency failed while `required`, or was skipped, is skipped. At the
 plan's deadline, running tools are stopped (state `timeout`) and tools not
-started are `skipped`.
+started are `skipped`. A skipped tool is traced as it is skipped (`spans.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import trio
 from ...generated.tool_plans import ToolError
 from .limits import Limits
 from .runs import ToolRun
+from .spans import tool_skipped
 
 __all__ = ["must_skip", "run_in_order", "settle_at_deadline"]
 
@@ -62,6 +63,7 @@ def settle_at_deadline(runs: list[ToolRun], limits: Limits, failed: list[int]) -
             failed.append(run.index)
         elif run.state == "pending":
             run.state = "skipped"
+            tool_skipped(run)
 
 
 async def _schedule(
@@ -98,6 +100,7 @@ async def _schedule(
                 if must_skip(runs, run):
                     heapq.heappop(ready)
                     run.state = "skipped"
+                    tool_skipped(run)
                     settle(run)
                     continue
                 if parallel and run.call.async_:

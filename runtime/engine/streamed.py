@@ -21,7 +21,8 @@ doomed, has the result of a rejected plan:
 `success` false, no tool results, the reason in `error`. A tool started
 before that may have done what it does (written its data folder, spent its
 time): only its result is dropped. Otherwise the result is the one
-`execute_plan` gives for the same plan, apart from timings.
+`execute_plan` gives for the same plan, apart from timings; and so are its
+spans (`spans.py`), the plan's marked `plancontracts.plan.streamed`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .result import execution_result
 from .runs import ToolFunction, ToolRun, UiEventHandler
 from .scheduling import must_skip, settle_at_deadline
 from .skills import SkillSet
+from .spans import plan_ended, plan_span, tool_skipped
 
 __all__ = ["PlanHeader", "Refusal", "StreamItem", "execute_streamed"]
 
@@ -91,7 +93,40 @@ async def execute_streamed(
     """
     if not 1 <= attempt_number <= MAX_ATTEMPT_NUMBER:
         raise ValueError(f"attempt_number must be 1 to {MAX_ATTEMPT_NUMBER}")
-    limits = limits or Limits()
+    streamed = plan_span(
+        header.request_id, parallel=header.parallel, attempt=attempt_number, streamed=True
+    )
+    with streamed as told:
+        plan, result = await _execute(
+            header,
+            items,
+            skills,
+            functions,
+            limits or Limits(),
+            data_root=data_root,
+            asset_folders=asset_folders,
+            on_ui_event=on_ui_event,
+            on_start=on_start,
+            attempt_number=attempt_number,
+        )
+        plan_ended(told, plan, result)
+    return result
+
+
+async def _execute(
+    header: PlanHeader,
+    items: AsyncIterable[StreamItem],
+    skills: SkillSet | None,
+    functions: Mapping[str, ToolFunction] | None,
+    limits: Limits,
+    *,
+    data_root: Path | None,
+    asset_folders: Sequence[Path],
+    on_ui_event: UiEventHandler | None,
+    on_start: Callable[[str], None] | None,
+    attempt_number: int,
+) -> tuple[Plan, ExecutionResult]:
+    """`execute_streamed`'s work, inside its span: the plan as far as written, and its result."""
     skills, functions = with_defaults(skills, functions)
     started = trio.current_time()
     deadline = started + limits.plan_timeout
@@ -118,11 +153,11 @@ async def execute_streamed(
     elapsed = trio.current_time() - started
     final = stream.final or stream.plan
     if stream.error is not None:
-        return execution_result(
+        return final, execution_result(
             final, [], [], [], elapsed=elapsed, attempt_number=attempt_number, error=stream.error
         )
     settle_at_deadline(stream.runs, limits, stream.failed)
-    return execution_result(
+    return final, execution_result(
         final,
         stream.runs,
         stream.order,
@@ -297,6 +332,7 @@ class _Stream:
             if must_skip(self.runs, run):
                 heapq.heappop(self.ready)
                 run.state = "skipped"
+                tool_skipped(run)
                 self._settle(run)
                 continue
             concurrent = self.plan.parallel and run.call.async_
