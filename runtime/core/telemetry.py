@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final, Literal
 
 __all__ = [
@@ -184,14 +184,16 @@ class Told:
 _NOTHING = Told()
 
 
-@contextmanager
 def span(
     name: str,
     attributes: Mapping[str, AttributeValue | None] | None = None,
     *,
     kind: Literal["internal", "client"] = "internal",
-) -> Iterator[Told]:
+) -> AbstractContextManager[Told]:
     """A span named `name`, current inside the block, a child of the current one.
+
+        with span("execute plan", {"plancontracts.plan.tools": 3}) as told:
+            ...
 
     `attributes` whose value is None are left unset. A block that raises
     marks the span failed with the exception's type as `error.type` (never
@@ -200,27 +202,77 @@ def span(
     the block runs with a `Told` that records nothing.
     """
     if not tracing():
-        yield _NOTHING
-        return
-    from opentelemetry import trace
+        return _NOT_RECORDED
+    return _Recorded(name, attributes, kind)
 
-    tracer = trace.get_tracer(SCOPE)
-    recorded = tracer.start_span(
-        name,
-        kind=trace.SpanKind.CLIENT if kind == "client" else trace.SpanKind.INTERNAL,
-        attributes={key: value for key, value in (attributes or {}).items() if value is not None},
-    )
-    told = Told(recorded)
-    try:
-        with trace.use_span(
-            recorded, end_on_exit=False, record_exception=False, set_status_on_exception=False
-        ):
-            yield told
-    except BaseException as error:
-        told.fail(_error_type(error))
-        raise
-    finally:
-        recorded.end()
+
+class _NotRecorded:
+    """The block of a span in a program without OpenTelemetry: nothing is done."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Told:
+        return _NOTHING
+
+    def __exit__(self, *exception: object) -> None:
+        return None
+
+
+_NOT_RECORDED = _NotRecorded()
+
+
+class _Recorded:
+    """The block of a span recorded through the API: started on entry, ended on exit.
+
+    A class, not a generator: a plan's every tool is one, and this is the
+    cheapest way the API allows (the span made current by attaching its
+    context, as `trace.use_span` does, without its wrapping).
+    """
+
+    __slots__ = ("_attributes", "_kind", "_name", "_span", "_token")
+
+    def __init__(
+        self,
+        name: str,
+        attributes: Mapping[str, AttributeValue | None] | None,
+        kind: Literal["internal", "client"],
+    ) -> None:
+        self._name = name
+        self._attributes = attributes
+        self._kind = kind
+
+    def __enter__(self) -> Told:
+        from opentelemetry import context, trace
+
+        global _tracer
+        if _tracer is None:
+            # The global provider is set once per program; a tracer got before that
+            # (a proxy) follows it when it is.
+            _tracer = trace.get_tracer(SCOPE)
+        given = self._attributes
+        self._span = recorded = _tracer.start_span(
+            self._name,
+            kind=trace.SpanKind.CLIENT if self._kind == "client" else trace.SpanKind.INTERNAL,
+            attributes=None
+            if given is None
+            else {key: value for key, value in given.items() if value is not None},
+        )
+        self._token = context.attach(trace.set_span_in_context(recorded))
+        return Told(recorded)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: object
+    ) -> None:
+        from opentelemetry import context
+
+        context.detach(self._token)
+        if error is not None:
+            Told(self._span).fail(_error_type(error))
+        self._span.end()
+
+
+_tracer: Any = None
+"The tracer every span is started with, once the program has imported OpenTelemetry."
 
 
 def _error_type(error: BaseException) -> str:
