@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,15 +120,17 @@ def shared_model(packaged_model: LocalModel, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.fixture
-def traced() -> Traced:
+def traced() -> Iterator[Traced]:
     """The spans and metrics this test records, in memory (tests/traces.py).
 
     Imported here only when a test takes it: the other tests run with no
-    OpenTelemetry in their process, as a program without it does.
+    OpenTelemetry in their process, as a program without it does. Spans are
+    recorded only while the test runs.
     """
-    from traces import recording
+    from traces import recording, stop_recording
 
-    return recording()
+    yield recording()
+    stop_recording()
 
 
 @pytest.fixture

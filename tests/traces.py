@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
-__all__ = ["Traced", "attributes", "recording"]
+__all__ = ["Traced", "attributes", "recording", "stop_recording"]
 
 
 def attributes(span: ReadableSpan) -> dict[str, Any]:
@@ -92,6 +92,36 @@ class Traced:
         )
 
 
+class _WhileATestReads(Sampler):
+    """Records spans while a test that takes `traced` runs, and drops them after it.
+
+    The providers stay set for the rest of the process: the tests after it
+    would otherwise fill the exporter's memory with spans nobody reads.
+    """
+
+    def __init__(self) -> None:
+        self.reading = False
+
+    def should_sample(
+        self,
+        parent_context: Any,
+        trace_id: int,
+        name: str,
+        kind: Any = None,
+        attributes: Any = None,
+        links: Any = None,
+        trace_state: Any = None,
+    ) -> SamplingResult:
+        # The attributes returned are the span's: the ones it was started with.
+        if self.reading:
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes, trace_state)
+        return SamplingResult(Decision.DROP)
+
+    def get_description(self) -> str:
+        return "while a test reads"
+
+
+_WHILE_A_TEST_READS = _WhileATestReads()
 _installed: Traced | None = None
 
 
@@ -104,7 +134,7 @@ def recording() -> Traced:
     global _installed
     if _installed is None:
         exporter = InMemorySpanExporter()
-        spans = TracerProvider()
+        spans = TracerProvider(sampler=_WHILE_A_TEST_READS)
         spans.add_span_processor(SimpleSpanProcessor(exporter))
         trace.set_tracer_provider(spans)
         delta = AggregationTemporality.DELTA
@@ -112,8 +142,10 @@ def recording() -> Traced:
         metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
         _installed = Traced(exporter, reader)
     _installed.clear()
+    _WHILE_A_TEST_READS.reading = True
     return _installed
 
 
-# The fixture under this module's name too, for a module that imports it from here.
-traced = pytest.fixture(recording)
+def stop_recording() -> None:
+    """Record no more spans: the test that read them has ended."""
+    _WHILE_A_TEST_READS.reading = False
