@@ -212,3 +212,24 @@ def test_the_local_model_reports_the_tokens_it_read_and_wrote(
     assert attributes(call)["gen_ai.request.model"] == packaged_model.path.stem
     assert attributes(call)["gen_ai.usage.input_tokens"] > 20  # the system message and prompt
     assert attributes(call)["gen_ai.usage.output_tokens"] > 0
+
+
+def test_the_docs_list_every_metric_as_the_code_declares_it() -> None:
+    from plancontracts.runtime.core.telemetry import INSTRUMENTS
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "observability.md").read_text()
+    for name, (kind, unit, description, _buckets) in INSTRUMENTS.items():
+        assert f"| `{name}` | {kind} | `{unit}` | {description} |" in page, name
+
+
+def test_a_huge_captured_prompt_is_cut_on_the_span_so_its_batch_still_exports(
+    recipes: ContractSet, traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plancontracts.runtime.core.telemetry import CONTENT_LIMIT
+
+    monkeypatch.setenv(CONTENT_VARIABLE, "true")
+    written(recipes, ScriptedWriter([text(GOOD)]), "leeks " * 200_000)
+    (call,) = traced.children(traced.named("write recipe")[0])
+    asked = attributes(call)["gen_ai.input.messages"]
+    assert len(asked) == CONTENT_LIMIT + len("...")
+    assert asked.endswith("...")

@@ -132,6 +132,21 @@ def capturing_content() -> bool:
     return value in ("true", "1", "span_only", "span_and_event")
 
 
+CONTENT_LIMIT: Final = 16_384
+"""Characters of one text attribute kept on a span; the rest is cut, `...` said. A captured
+prompt of a megabyte would otherwise make its batch too large to export, and the
+exporter drops a batch whole."""
+
+
+def _fit(value: AttributeValue) -> AttributeValue:
+    """`value`, a text cut to `CONTENT_LIMIT` characters (each text of a list too)."""
+    if isinstance(value, str):
+        return value if len(value) <= CONTENT_LIMIT else value[:CONTENT_LIMIT] + "..."
+    if isinstance(value, list | tuple) and value and isinstance(value[0], str):
+        return [str(_fit(each)) for each in value[:100]]
+    return value
+
+
 class Told:
     """The span a `span` block records into: what it is told ends up on the span.
 
@@ -152,19 +167,21 @@ class Told:
     def set(self, key: str, value: AttributeValue | None) -> None:
         """Set attribute `key` to `value`; None leaves it unset."""
         if self._span is not None and value is not None:
-            self._span.set_attribute(key, value)
+            self._span.set_attribute(key, _fit(value))
 
     def update(self, attributes: Mapping[str, AttributeValue | None]) -> None:
         """Set each attribute of `attributes` whose value is not None."""
         if self._span is not None:
             self._span.set_attributes(
-                {key: value for key, value in attributes.items() if value is not None}
+                {key: _fit(value) for key, value in attributes.items() if value is not None}
             )
 
     def event(self, name: str, attributes: Mapping[str, AttributeValue] | None = None) -> None:
         """Add the event `name`, now, with `attributes`."""
         if self._span is not None:
-            self._span.add_event(name, dict(attributes or {}))
+            self._span.add_event(
+                name, {key: _fit(value) for key, value in (attributes or {}).items()}
+            )
 
     def fail(self, error_type: str, description: str | None = None) -> None:
         """Mark the span failed: `error.type` set to `error_type`, its status an error.
@@ -178,6 +195,7 @@ class Told:
 
         self._span.set_attribute("error.type", error_type)
         shown = description if description is not None and capturing_content() else error_type
+        shown = str(_fit(shown))
         self._span.set_status(Status(StatusCode.ERROR, shown))
 
 
@@ -255,7 +273,7 @@ class _Recorded:
             kind=trace.SpanKind.CLIENT if self._kind == "client" else trace.SpanKind.INTERNAL,
             attributes=None
             if given is None
-            else {key: value for key, value in given.items() if value is not None},
+            else {key: _fit(value) for key, value in given.items() if value is not None},
         )
         self._token = context.attach(trace.set_span_in_context(recorded))
         return Told(recorded)

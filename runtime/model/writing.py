@@ -254,7 +254,7 @@ async def write_checked(
     attempts: list[Attempt] = []
     spent = 0
     model = _model_attributes(writer)
-    named = model.get("gen_ai.request.model", "")
+    named = str(model.get("gen_ai.request.model", ""))[:200]  # a span name, a server's to say
     deadline = math.inf if budget.seconds is None else trio.current_time() + budget.seconds
     with span(
         f"write {what}",
