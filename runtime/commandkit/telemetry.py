@@ -8,8 +8,9 @@ which read the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, default
 command is one root span, `plancontracts COMMAND`, so that what it does
 (`core.telemetry`'s spans) arrives as one trace. What was recorded is sent
 when the command ends, however it ends; a receiver that fails or does not
-answer costs one line on standard error and at most the exporters'
-timeout, never the command's own outcome.
+answer costs a line or two on standard error for the spans and as many for
+the metrics, and at most the exporter's timeout for each (the spans are
+sent, then the metrics), never the command's own outcome.
 
 Without `--otel` nothing of OpenTelemetry is imported here.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -107,9 +109,16 @@ class _OneLine(logging.Handler):
         except Exception:  # a record whose arguments do not format
             message = str(record.msg)
         line = f"--otel: {message[:300]}"
-        if line not in self._said and len(self._said) < 20:
-            self._said.add(line)
+        # Once per kind of complaint: each retry says it again with its own delay
+        # ("retrying in 1.06s"), which would be a line per retry.
+        kind = _NUMBER.sub("#", line)
+        if kind not in self._said and len(self._said) < 20:
+            self._said.add(kind)
             say(line)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+"A number in an exporter's complaint: a retry's delay, a status code, a port."
 
 
 def _one_line_export_errors() -> None:
