@@ -22,13 +22,20 @@ baseline interleaved so that machine noise hits both alike:
     with an example from its input schema, 14 to a plan at the default
     concurrency, the share that succeeded within its timeout (30 s unless
     its manifest sets one), and the slowest call. Target: at least 99%.
+(e) tracing: the plan of (a) and a plan of 6 of (d)'s script calls, each
+    timed with OpenTelemetry off (not imported), idle (the API, no provider)
+    and on (the SDK exporting to memory, as `--otel` sets it up but for the
+    exporter), in interleaved rounds (`tracing_overhead.py`), with the
+    spans each run exported and the memory. Target: on within 3% of off.
+    It runs last: (a) to (d) run with no OpenTelemetry in the process.
 
-Figures are the best (a) or the median (b) of several rounds; the ratios
+Figures are the best (a) or the median (b, e) of several rounds; the ratios
 vary far less than the absolute times. Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
 import statistics
@@ -37,6 +44,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import msgspec
 import trio
@@ -56,6 +65,26 @@ TARGET_MAKESPAN_SLACK = 0.15
 SCRIPT_CALLS = 210
 TARGET_WITHIN_TIMEOUT = 0.99
 BENCH_SKILLS = Path(__file__).parent / "executor_skills"
+TRACING_ROUNDS = 15
+TRACING_SCRIPT_ROUNDS = 15
+TRACING_SCRIPT_CALLS = 6
+TARGET_TRACING_OVERHEAD = 0.03
+
+
+def _beside(name: str) -> ModuleType:
+    """The module `name` of the file beside this one: benchmarks/ is no package, and putting
+    it on the path would let its modules (skills, validation...) shadow others of those names."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: dataclasses look their module up there.
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tracing_overhead = _beside("tracing_overhead")
 
 
 async def noop(request: ToolRequest, emit: EmitEvent) -> None:
@@ -175,9 +204,9 @@ async def makespan(limit: int) -> float:
     return time.perf_counter() - started
 
 
-async def scripts_within_timeout(data_root: Path) -> tuple[int, int, float, list[str]]:
-    """Run the bundled scripts on their schemas' examples: calls, successes, slowest s, failures."""
-    skills = bundled_skills()
+def script_calls(skills: SkillSet, calls: int) -> list[tuple[str, Any]]:
+    """`calls` calls of the scripts of `skills`, each with an example of its input schema,
+    the examples taken in turn: (tool path, input)."""
     examples = [
         (script.tool_path, example)
         for skill in skills.skills.values()
@@ -185,7 +214,13 @@ async def scripts_within_timeout(data_root: Path) -> tuple[int, int, float, list
         if script.input_validator is not None
         for example in script.input_validator.schema.get("examples", [])
     ]
-    calls = [examples[n % len(examples)] for n in range(SCRIPT_CALLS)]
+    return [examples[n % len(examples)] for n in range(calls)]
+
+
+async def scripts_within_timeout(data_root: Path) -> tuple[int, int, float, list[str]]:
+    """Run the bundled scripts on their schemas' examples: calls, successes, slowest s, failures."""
+    skills = bundled_skills()
+    calls = script_calls(skills, SCRIPT_CALLS)
     succeeded, slowest, failures = 0, 0.0, []
     for first in range(0, len(calls), 14):
         tools = [
@@ -201,6 +236,42 @@ async def scripts_within_timeout(data_root: Path) -> tuple[int, int, float, list
             else:
                 failures.append(f"{trace.tool_id}: {trace.state}")
     return len(calls), succeeded, slowest, failures
+
+
+async def tracing(
+    data_root: Path, *, tools: int = TOOLS, rounds: int = TRACING_ROUNDS, scripts: bool = True
+) -> list[Any]:
+    """Tracing's cost (`tracing_overhead.Comparison`) on the `tools`-tool DAG of (a) in
+    `rounds` rounds, then, with `scripts`, on one plan of 6 of (d)'s script calls, their data
+    under `data_root`.
+
+    Raises ImportError without OpenTelemetry's SDK (the `otel` extra).
+    """
+    plan = dag(tools)
+    functions = {"bench/noop": noop}
+
+    async def in_process(mode: str) -> None:
+        result = await execute_plan(plan, skills=SkillSet(), functions=functions)
+        assert result.success, result
+
+    comparisons = [await tracing_overhead.compare(in_process, rounds=rounds)]
+    if not scripts:
+        return comparisons
+    skills = bundled_skills()
+    invocations = [
+        ToolInvocation(tool_id=f"c{n}", tool_path=path, input=example, async_=True)
+        for n, (path, example) in enumerate(script_calls(skills, TRACING_SCRIPT_CALLS))
+    ]
+    calling = Plan(request_id=str(uuid.uuid4()), tools=invocations, parallel=True)
+
+    async def calling_scripts(mode: str) -> None:
+        result = await execute_plan(calling, skills=skills, data_root=data_root)
+        assert result.success, result
+
+    comparisons.append(
+        await tracing_overhead.compare(calling_scripts, rounds=TRACING_SCRIPT_ROUNDS)
+    )
+    return comparisons
 
 
 async def main() -> int:
@@ -253,6 +324,24 @@ async def main() -> int:
         f"{'met' if share >= TARGET_WITHIN_TIMEOUT else 'NOT met'}; the slowest took "
         f"{slowest:.2f} s" + (f"; not: {', '.join(failures[:5])}" if failures else "")
     )
+
+    try:
+        with tempfile.TemporaryDirectory() as data:
+            in_process, calling = await tracing(Path(data))
+    except ImportError:
+        print("(e) tracing not measured: OpenTelemetry's SDK is not installed (the otel extra)")
+        return 1
+    for comparison, run, per in (
+        (in_process, f"(e) the {TOOLS}-tool DAG of (a)", (TOOLS, "tool")),
+        (calling, f"(e) a plan of {TRACING_SCRIPT_CALLS} script calls of (d)", None),
+    ):
+        print("\n".join(comparison.report(run, per=per)))
+        overhead = comparison.ratio("on") - 1
+        met &= overhead < TARGET_TRACING_OVERHEAD
+        print(
+            f"    on against off: {overhead:+.1%} (target under {TARGET_TRACING_OVERHEAD:.0%}): "
+            f"{'met' if overhead < TARGET_TRACING_OVERHEAD else 'NOT met'}"
+        )
     return 0 if met else 1
 
 

@@ -22,7 +22,13 @@ the bundled skills, it measures in one run:
 - the set-up of a compiled constraint, first against second time for the same
   profile (the second should cost a small fraction of the first), and for a
   new profile (a replan's, a skill disabled: the tokenizer built for the
-  first is reused).
+  first is reused);
+- what tracing costs planning: the first 3 inputs planned in a row, timed
+  with OpenTelemetry off (not imported), idle (the API, no provider) and on
+  (the SDK exporting to memory, as `--otel` sets it up but for the
+  exporter), in interleaved rounds (`tracing_overhead.py`), with the spans
+  each run exported and the memory (target: on within 3% of off). It runs
+  last: everything above runs with no OpenTelemetry in the process.
 
 Exits 1 when a target is missed.
 """
@@ -30,18 +36,22 @@ Exits 1 when a target is missed.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import msgspec
 import trio
 
+from plancontracts import check_plan
 from plancontracts.runtime.core.errors import GenerationFailed, ProfileBug
-from plancontracts.runtime.engine.executor import check_plan
 from plancontracts.runtime.model import PACKAGED_MODEL, ModelChoice, load_first_writer
 from plancontracts.runtime.model.chat import render_chat
 from plancontracts.runtime.model.local import LocalModel
@@ -86,6 +96,25 @@ TARGET_P95 = 5.0
 TARGET_PEAK_RSS_GB = 1.5
 TARGET_SPEED_RATIO = 0.85
 FREE_TOKENS = 96
+TRACING_INPUTS = 3
+TRACING_ROUNDS = 7
+TARGET_TRACING_OVERHEAD = 0.03
+
+
+def _beside(name: str) -> ModuleType:
+    """The module `name` of the file beside this one: benchmarks/ is no package, and putting
+    it on the path would let its modules (skills, validation...) shadow others of those names."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: dataclasses look their module up there.
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tracing_overhead = _beside("tracing_overhead")
 
 
 async def main() -> int:
@@ -182,7 +211,38 @@ async def main() -> int:
         f"matcher step {step:.2f} ms, filling the mask {fill:.2f} ms, applying it to the "
         f"{writer.llama.n_vocab():,} logits {apply:.2f} ms, the rest {rest:.2f} ms"
     )
+
+    try:
+        comparison = await tracing(planner)
+    except ImportError:
+        print("tracing not measured: OpenTelemetry's SDK is not installed (the otel extra)")
+        return 1
+    print("\n".join(comparison.report(f"{TRACING_INPUTS} plans in a row")))
+    overhead = comparison.ratio("on") - 1
+    met &= overhead < TARGET_TRACING_OVERHEAD
+    print(
+        f"    on against off: {overhead:+.1%} (target under {TARGET_TRACING_OVERHEAD:.0%}): "
+        f"{'met' if overhead < TARGET_TRACING_OVERHEAD else 'NOT met'}"
+    )
     return 0 if met else 1
+
+
+async def tracing(planner: Planner) -> Any:
+    """Tracing's cost (`tracing_overhead.Comparison`) on planning the first inputs in a row.
+
+    The model writes the same plans in every mode (the same seed): each mode
+    plans the same inputs after the same ones, so each finds llama.cpp's cache
+    as the others do. Raises ImportError without OpenTelemetry's SDK, and
+    AssertionError when a mode's plans differ from another's.
+    """
+    written: dict[str, list[bytes]] = {}
+
+    async def planning(mode: str) -> None:
+        plans = [await planner.plan(text, seed=1) for text in INPUTS[:TRACING_INPUTS]]
+        tools = [msgspec.json.encode(plan.tools) for plan in plans]
+        assert written.setdefault(mode, tools) == tools == next(iter(written.values())), mode
+
+    return await tracing_overhead.compare(planning, rounds=TRACING_ROUNDS)
 
 
 def peak_rss_gb() -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 from collections import deque
 from itertools import pairwise
@@ -169,3 +170,65 @@ def test_the_streamed_plans_benchmark_has_skills_that_take_time_and_cues_its_inp
     assert not skills.problems
     chosen = [len(choose_by_cues(text, skills, []).chosen) for text in streamed.INPUTS]
     assert sum(count >= 3 for count in chosen) >= 5  # plans of three or more tools to compare
+
+
+TIMES_TRACING = """
+import importlib.util, json, sys
+from pathlib import Path
+import trio
+spec = importlib.util.spec_from_file_location("benchmark_executor", sys.argv[1])
+executor = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = executor
+spec.loader.exec_module(executor)
+hidden = executor.tracing_overhead.HIDDEN
+before = [name for name in hidden if name in sys.modules]
+
+
+async def main():
+    (comparison,) = await executor.tracing(Path(sys.argv[2]), tools=20, rounds=2, scripts=False)
+    return comparison
+
+
+comparison = trio.run(main)
+from opentelemetry import trace
+from opentelemetry.metrics import _internal as metrics
+print(json.dumps({
+    "before": before,
+    "after": [name for name in hidden if name in sys.modules],
+    "providers": [trace._TRACER_PROVIDER, metrics._METER_PROVIDER],
+    "rounds": {mode: len(seconds) for mode, seconds in comparison.seconds.items()},
+    "spans": comparison.spans_per_run,
+    "names": sum(comparison.span_names.values()),
+    "metrics": sorted(comparison.metrics),
+    "report": comparison.report("20 tools", per=(20, "tool")),
+}))
+"""
+
+
+@pytest.mark.process  # OpenTelemetry set up in a fresh interpreter: this one runs without it
+def test_the_executor_benchmark_times_tracing_off_idle_and_on_and_counts_what_was_exported(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", TIMES_TRACING, str(BENCHMARKS / "executor.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(done.stdout)
+    # No OpenTelemetry until the comparison imported it, and afterwards the API as it
+    # was: present, no provider set (each mode's were set and taken back).
+    assert measured["before"] == []
+    assert measured["after"] == ["opentelemetry.trace", "opentelemetry.metrics"]
+    assert measured["providers"] == [None, None]
+    assert measured["rounds"] == {"off": 2, "no-op": 2, "on": 2}
+    # Whatever spans the executor makes, each run with tracing on exported the same,
+    # and off and idle none (the comparison fails otherwise).
+    first = measured["spans"][0]
+    assert first > 0
+    assert measured["spans"] == [first, first]
+    assert measured["names"] == first
+    assert measured["metrics"] != []
+    report = measured["report"]
+    assert [line.split(":")[0].strip() for line in report[1:4]] == ["off", "no-op", "on"]
+    assert f"spans exported a run with tracing on: {first} (" in report[4]
