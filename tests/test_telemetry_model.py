@@ -233,3 +233,15 @@ def test_a_huge_captured_prompt_is_cut_on_the_span_so_its_batch_still_exports(
     asked = attributes(call)["gen_ai.input.messages"]
     assert len(asked) == CONTENT_LIMIT + len("...")
     assert asked.endswith("...")
+
+
+def test_a_group_of_one_kind_of_exception_names_the_span_by_that_kind(traced: Traced) -> None:
+    from plancontracts.runtime.core.telemetry import span
+
+    cancelled = BaseExceptionGroup("a nursery's", [KeyboardInterrupt(), KeyboardInterrupt()])
+    with pytest.raises(BaseExceptionGroup), span("stopped"):
+        raise cancelled
+    with pytest.raises(ExceptionGroup), span("mixed"):
+        raise ExceptionGroup("two kinds", [ValueError(), KeyError()])
+    assert attributes(traced.named("stopped")[0])["error.type"] == "KeyboardInterrupt"
+    assert attributes(traced.named("mixed")[0])["error.type"] == "ExceptionGroup"

@@ -118,7 +118,8 @@ def tracing() -> bool:
     False means every call of this module does nothing; True only that the
     API is there (its default providers record nothing until one is set up).
     """
-    return "opentelemetry.trace" in sys.modules
+    # None: a module a program (a test) marked as not installed.
+    return sys.modules.get("opentelemetry.trace") is not None
 
 
 def capturing_content() -> bool:
@@ -294,7 +295,16 @@ _tracer: Any = None
 
 
 def _error_type(error: BaseException) -> str:
-    """The `error.type` of an exception: its class's qualified name, as the conventions ask."""
+    """The `error.type` of an exception: its class's qualified name, as the conventions ask.
+
+    A group of exceptions of one type (trio's nursery wraps a cancellation in
+    one) is named by that type.
+    """
+    while isinstance(error, BaseExceptionGroup):
+        kinds = {type(each) for each in error.exceptions}
+        if len(kinds) != 1:
+            break
+        error = error.exceptions[0]
     kind = type(error)
     module = kind.__module__
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
@@ -329,7 +339,7 @@ def _instrument(name: str) -> Any:
     Raises KeyError for a name `INSTRUMENTS` does not hold.
     """
     kind, unit, description, boundaries = INSTRUMENTS[name]
-    if "opentelemetry.metrics" not in sys.modules:
+    if sys.modules.get("opentelemetry.metrics") is None:
         return None
     from opentelemetry import metrics
 
