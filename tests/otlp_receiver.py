@@ -74,6 +74,9 @@ class Span:
     events: list[tuple[str, dict[str, Any]]]
     resource: dict[str, Any]
     scope: str
+    start: int
+    "Nanoseconds since the epoch, as the exporter sent them; `end` too."
+    end: int
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,8 @@ def _spans(request: ExportTraceServiceRequest) -> Iterator[Span]:
                     events=[(event.name, _attributes(event.attributes)) for event in one.events],
                     resource=resource,
                     scope=scope_spans.scope.name,
+                    start=one.start_time_unix_nano,
+                    end=one.end_time_unix_nano,
                 )
 
 
