@@ -245,3 +245,20 @@ def test_a_group_of_one_kind_of_exception_names_the_span_by_that_kind(traced: Tr
         raise ExceptionGroup("two kinds", [ValueError(), KeyError()])
     assert attributes(traced.named("stopped")[0])["error.type"] == "KeyboardInterrupt"
     assert attributes(traced.named("mixed")[0])["error.type"] == "ExceptionGroup"
+
+
+def test_text_that_is_no_valid_unicode_still_exports_over_otlp(
+    recipes: ContractSet, traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone surrogate (a JSON escape, a file's name) would fail its whole batch's encoding."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from plancontracts.runtime.core.telemetry import span
+
+    monkeypatch.setenv(CONTENT_VARIABLE, "true")
+    written(recipes, ScriptedWriter([text(GOOD)]), "a soup \ud800 for four")
+    with span("write \udcff", {"plancontracts.contract": "\udcff"}) as told:
+        told.event("said \ud800", {"plancontracts.violations": ["\ud800"]})
+    encoded = encode_spans(traced.spans).SerializeToString()
+    assert b"a soup \\ud800 for four" in encoded  # in JSON text, escaped
+    assert b"write ?" in encoded

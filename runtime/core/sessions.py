@@ -28,7 +28,6 @@ a call is made (`perform`, `adopt`), never how it is told.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import msgspec
 
 from ...generated import Contract
 from .errors import ContractError, ToolValidationError, Violation
-from .telemetry import Told, capturing_content, count, measure, span, tracing
+from .telemetry import Told, capturing_content, content_json, count, measure, span, tracing
 from .tools import Tool, ToolSet
 from .validation import convert
 
@@ -263,14 +262,12 @@ class ToolSession(Generic[State, Context]):
 def _captured(told: Told, arguments: Any, done: CallResult[Any]) -> None:
     """Put a call's arguments and what it returned on its span, as JSON text (content capture).
 
-    A refused call returned the message its caller read back. Arguments that
-    are no JSON value (a program's own object) are left out.
+    A refused call returned the message its caller read back.
     """
     if arguments is not None:
-        with contextlib.suppress(TypeError, ValueError, OverflowError, msgspec.EncodeError):
-            told.set("gen_ai.tool.call.arguments", msgspec.json.encode(arguments).decode())
+        told.set("gen_ai.tool.call.arguments", content_json(arguments))
     if done.result is not None:
-        told.set("gen_ai.tool.call.result", msgspec.json.encode(done.result).decode())
+        told.set("gen_ai.tool.call.result", content_json(done.result))
     else:
         told.set("gen_ai.tool.call.result", done.message)
 

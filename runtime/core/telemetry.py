@@ -37,6 +37,7 @@ __all__ = [
     "AttributeValue",
     "Told",
     "capturing_content",
+    "content_json",
     "count",
     "measure",
     "span",
@@ -140,12 +141,40 @@ exporter drops a batch whole."""
 
 
 def _fit(value: AttributeValue) -> AttributeValue:
-    """`value`, a text cut to `CONTENT_LIMIT` characters (each text of a list too)."""
+    """`value`, a text cut to `CONTENT_LIMIT` characters (each text of a list too).
+
+    A text that is not valid Unicode (a lone surrogate, from a JSON escape or a
+    file name) has it replaced by `?`: OTLP carries UTF-8, and one such text
+    would make its whole batch fail to encode.
+    """
     if isinstance(value, str):
-        return value if len(value) <= CONTENT_LIMIT else value[:CONTENT_LIMIT] + "..."
+        return _text(value if len(value) <= CONTENT_LIMIT else value[:CONTENT_LIMIT] + "...")
     if isinstance(value, list | tuple) and value and isinstance(value[0], str):
         return [str(_fit(each)) for each in value[:100]]
     return value
+
+
+def content_json(value: object) -> str:
+    """`value` as JSON text, for a content attribute (`gen_ai.tool.call.arguments`...).
+
+    Never raises: text that is no valid Unicode is escaped (`\\ud800`), a value
+    JSON cannot hold is written as Python shows it.
+    """
+    import msgspec
+
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):  # a lone surrogate...
+        import json
+
+        return json.dumps(value, default=repr)
+
+
+def _text(text: str) -> str:
+    """`text` as UTF-8 can carry it: each lone surrogate replaced by `?`."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 class Told:
@@ -181,7 +210,7 @@ class Told:
         """Add the event `name`, now, with `attributes`."""
         if self._span is not None:
             self._span.add_event(
-                name, {key: _fit(value) for key, value in (attributes or {}).items()}
+                _text(name), {key: _fit(value) for key, value in (attributes or {}).items()}
             )
 
     def fail(self, error_type: str, description: str | None = None) -> None:
@@ -270,7 +299,7 @@ class _Recorded:
             _tracer = trace.get_tracer(SCOPE)
         given = self._attributes
         self._span = recorded = _tracer.start_span(
-            self._name,
+            _text(self._name),
             kind=trace.SpanKind.CLIENT if self._kind == "client" else trace.SpanKind.INTERNAL,
             attributes=None
             if given is None

@@ -23,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import msgspec
-
 from ...generated.tool_plans import ExecutionResult, Plan, ToolError
 from ..core.telemetry import (
     AttributeValue,
     Told,
     capturing_content,
+    content_json,
     count,
     measure,
     span,
@@ -51,7 +50,6 @@ __all__ = [
 
 PLAN_SPAN = "execute plan"
 _NOTHING = Told()
-_encoder = msgspec.json.Encoder()
 
 
 @contextmanager
@@ -116,7 +114,7 @@ def tool_attributes(run: ToolRun) -> dict[str, AttributeValue | None]:
         "plancontracts.skill": run.skill,
     }
     if capturing_content():
-        attributes["gen_ai.tool.call.arguments"] = _json(call_input(run.call))
+        attributes["gen_ai.tool.call.arguments"] = content_json(call_input(run.call))
     return attributes
 
 
@@ -137,7 +135,7 @@ def tool_ended(told: Told, run: ToolRun) -> None:
     )
     if run.state == "success":
         if run.output is not None and capturing_content():
-            told.set("gen_ai.tool.call.result", _json(run.output))
+            told.set("gen_ai.tool.call.result", content_json(run.output))
     elif run.error is not None:
         told.fail(run.error.category, run.error.message)
     error_type = run.error.category if run.error is not None else None
@@ -182,7 +180,3 @@ def _measured(tool_path: str, state: str, elapsed: float, error_type: str | None
         if error_type is not None:
             attributes["error.type"] = error_type
         count("plancontracts.tool.failures", 1, attributes)
-
-
-def _json(value: object) -> str:
-    return _encoder.encode(value).decode()

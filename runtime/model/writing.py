@@ -43,7 +43,16 @@ from ..core.errors import (
     WriteFailed,
 )
 from ..core.profiles import Bounds, contract_profile
-from ..core.telemetry import AttributeValue, Told, capturing_content, count, measure, span, tracing
+from ..core.telemetry import (
+    AttributeValue,
+    Told,
+    capturing_content,
+    content_json,
+    count,
+    measure,
+    span,
+    tracing,
+)
 from ..core.validation import decode
 from .chat import Message
 from .writer import Writer
@@ -423,19 +432,17 @@ def _told_refusal(call: Told, violations: Violations, answered: bool) -> None:
 
 def _messages_attribute(conversation: Sequence[Message]) -> str:
     """The conversation as the GenAI conventions' `gen_ai.input.messages` (JSON text)."""
-    return msgspec.json.encode(
+    return content_json(
         [
             {"role": message["role"], "parts": [{"type": "text", "content": message["content"]}]}
             for message in conversation
         ]
-    ).decode()
+    )
 
 
 def _answer_attribute(text: str) -> str:
     """An answer as the GenAI conventions' `gen_ai.output.messages` (JSON text)."""
-    return msgspec.json.encode(
-        [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
-    ).decode()
+    return content_json([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])
 
 
 _past_the_token_budget = "the answer went past the token budget, and was cut there"
