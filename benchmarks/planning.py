@@ -23,7 +23,7 @@ the bundled skills, it measures in one run:
   profile (the second should cost a small fraction of the first), and for a
   new profile (a replan's, a skill disabled: the tokenizer built for the
   first is reused);
-- what tracing costs planning: the first 3 inputs planned in a row, timed
+- what tracing costs planning: the first 2 inputs planned in a row, timed
   with OpenTelemetry off (not imported), idle (the API, no provider) and on
   (the SDK exporting to memory, as `--otel` sets it up but for the
   exporter), in interleaved rounds (`tracing_overhead.py`), with the spans
@@ -96,8 +96,8 @@ TARGET_P95 = 5.0
 TARGET_PEAK_RSS_GB = 1.5
 TARGET_SPEED_RATIO = 0.85
 FREE_TOKENS = 96
-TRACING_INPUTS = 3
-TRACING_ROUNDS = 7
+TRACING_INPUTS = 2
+TRACING_ROUNDS = 11
 TARGET_TRACING_OVERHEAD = 0.03
 
 
@@ -230,9 +230,9 @@ async def main() -> int:
 async def tracing(planner: Planner) -> Any:
     """Tracing's cost (`tracing_overhead.Comparison`) on planning the first inputs in a row.
 
-    The model writes the same plans in every mode (the same seed): each mode
-    plans the same inputs after the same ones, so each finds llama.cpp's cache
-    as the others do. Raises ImportError without OpenTelemetry's SDK, and
+    The model writes the same plans in every mode (the same seed): each run
+    plans the same inputs after the same ones (the last run's), so each finds
+    llama.cpp's cache as the others do. Raises ImportError without OpenTelemetry's SDK, and
     AssertionError when a mode's plans differ from another's.
     """
     written: dict[str, list[bytes]] = {}
