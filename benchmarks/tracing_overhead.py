@@ -1,7 +1,7 @@
 """What tracing costs a workload: the same work timed with OpenTelemetry off, idle and on.
 
     comparison = await compare(workload, rounds=9)
-    print(comparison.report())
+    print("\n".join(comparison.report("a plan of 1,000 tools", per=(1000, "tool"))))
 
 Shared by the executor and planning benchmarks, which each end with a
 comparison of their own workload. All three modes run in one process, in
@@ -244,7 +244,8 @@ async def compare(
                 await workload(mode)
         switch.exported()
         for round_ in range(rounds):
-            for mode in MODES[round_ % 3 :] + MODES[: round_ % 3]:
+            turn = round_ % len(MODES)
+            for mode in MODES[turn:] + MODES[:turn]:
                 with switch.mode(mode):
                     started, cpu = time.perf_counter(), time.process_time()
                     await workload(mode)
@@ -255,8 +256,8 @@ async def compare(
                     comparison.spans_per_run.append(sum(names.values()))
                     comparison.span_names = names
                     comparison.metrics |= metrics
-                elif names:
-                    raise RuntimeError(f"spans were exported with tracing {mode}: {names}")
+                elif names or metrics:
+                    raise RuntimeError(f"tracing {mode} exported {dict(names)}, {metrics}")
     finally:
         switch.shutdown()
     comparison.resident_after = resident_mib()
