@@ -39,7 +39,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 __all__ = ["Answer", "Metric", "Receiver", "Span", "otlp_receiver"]
 
-Answer = Literal["ok", "error", "hang", "close"]
+Answer = Literal["ok", "error", "hang", "close", "trickle"]
 "How the receiver answers an export: 200, 500, never, or by closing the connection."
 
 _KINDS = {
@@ -167,6 +167,8 @@ def otlp_receiver(answer: Answer = "ok") -> Iterator[Receiver]:
                 self.close_connection = True
             elif answering == "close":
                 self.close_connection = True
+            elif answering == "trickle":
+                self._trickle(reply)
             elif answering == "error":
                 self._send(500, b"")
             else:
@@ -198,6 +200,21 @@ def otlp_receiver(answer: Answer = "ok") -> Iterator[Receiver]:
                 self.wfile.write(payload)
             except OSError:
                 pass  # the exporter gave up waiting: what it sent is what the test reads
+
+        def _trickle(self, payload: bytes) -> None:
+            """A 200 of 1,000 bytes, one every 0.3 s: each restarts the exporter's read timeout."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                for _ in range(1000):
+                    if stopping.wait(0.3):
+                        return
+                    self.wfile.write(b"\0")
+                    self.wfile.flush()
+            except OSError:
+                pass
 
         def log_message(self, format: str, *args: object) -> None:
             pass

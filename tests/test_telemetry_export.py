@@ -251,6 +251,50 @@ def test_a_receiver_that_fails_costs_a_line_or_two_never_the_commands_outcome(
     assert len(added) <= 4, added  # spans and metrics: each once, or once and once retried
 
 
+def test_a_receiver_that_trickles_its_answer_is_given_up_on_after_twice_the_timeout() -> None:
+    """Each byte restarts the exporter's read timeout: the command's end waits for no more."""
+    with otlp_receiver("trickle") as receiver:
+        plain = run("contracts", endpoint=receiver.url)
+        done = run(
+            "contracts", "--otel", endpoint=receiver.url, env={"OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
+        )
+    assert (done.returncode, done.stdout) == (0, plain.stdout)
+    assert "plancontracts: --otel: the receiver took more than 2 s" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_exporters_complaint_never_shows_a_headers_value() -> None:
+    """The SDK quotes a header variable it cannot read; an API key is what it holds."""
+    headers = {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer sk-the-secret-key"}
+    with otlp_receiver() as receiver:
+        done = run("contracts", "--otel", endpoint=receiver.url, env=headers)
+    assert done.returncode == 0, done.stderr
+    assert "plancontracts: --otel: Header format invalid" in done.stderr
+    assert "sk-the-secret-key" not in done.stderr
+    assert b"sk-the-secret-key" not in exported(receiver)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "0"},
+        {"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "abc"},
+        {"OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "-5"},
+    ],
+    ids=lambda setting: next(iter(setting)),
+)
+def test_settings_the_sdk_refuses_are_one_line_and_the_command_runs(
+    setting: dict[str, str],
+) -> None:
+    with otlp_receiver() as receiver:
+        plain = run("contracts", endpoint=receiver.url)
+        done = run("contracts", "--otel", endpoint=receiver.url, env=setting)
+    assert (done.returncode, done.stdout) == (0, plain.stdout)
+    assert done.stderr.startswith("plancontracts: --otel: OpenTelemetry's settings are unusable")
+    assert len(done.stderr.splitlines()) == 1
+    assert not receiver.spans
+
+
 # Stopped on the way ------------------------------------------------------------------------
 
 CTRL_C_AS_A_TERMINAL = (

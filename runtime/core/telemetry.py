@@ -299,7 +299,7 @@ class _Recorded:
             _tracer = trace.get_tracer(SCOPE)
         given = self._attributes
         self._span = recorded = _tracer.start_span(
-            _text(self._name),
+            _text(self._name[:_NAME_LIMIT]),
             kind=trace.SpanKind.CLIENT if self._kind == "client" else trace.SpanKind.INTERNAL,
             attributes=None
             if given is None
@@ -319,6 +319,8 @@ class _Recorded:
         self._span.end()
 
 
+_NAME_LIMIT: Final = 1024
+"Characters of a span's name kept: a name holds a tool's or a model's name, someone else's to say."
 _tracer: Any = None
 "The tracer every span is started with, once the program has imported OpenTelemetry."
 
@@ -349,7 +351,7 @@ def count(
     """Add `value` to the counter `name` (a key of `INSTRUMENTS`), with `attributes`."""
     instrument = _instrument(name)
     if instrument is not None:
-        instrument.add(value, dict(attributes or {}))
+        instrument.add(value, {key: _fit(each) for key, each in (attributes or {}).items()})
 
 
 def measure(
@@ -358,7 +360,7 @@ def measure(
     """Record `value` in the histogram `name` (a key of `INSTRUMENTS`), with `attributes`."""
     instrument = _instrument(name)
     if instrument is not None:
-        instrument.record(value, dict(attributes or {}))
+        instrument.record(value, {key: _fit(each) for key, each in (attributes or {}).items()})
 
 
 def _instrument(name: str) -> Any:
