@@ -262,3 +262,24 @@ def test_text_that_is_no_valid_unicode_still_exports_over_otlp(
     encoded = encode_spans(traced.spans).SerializeToString()
     assert b"a soup \\ud800 for four" in encoded  # in JSON text, escaped
     assert b"write ?" in encoded
+
+
+@pytest.mark.process
+def test_spans_are_made_only_once_a_provider_is_set_up_whatever_was_imported_first() -> None:
+    """The API imported and no provider: every span would be a no-op, so none is made."""
+    import subprocess
+    import sys
+
+    program = (
+        "from plancontracts.runtime.core.telemetry import tracing\n"
+        "assert not tracing()\n"
+        "from opentelemetry import trace\n"
+        "assert not tracing()  # the API alone, as when another library imported it\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert tracing()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr

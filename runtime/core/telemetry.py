@@ -7,13 +7,13 @@
 
 The library configures nothing: its spans and metrics go to the tracer and
 meter providers the program set up (the commands' `--otel` sets them up:
-`commandkit/telemetry.py`), and are dropped by the API's no-op providers
-otherwise. It never imports OpenTelemetry itself. A program that set up a
-provider has imported `opentelemetry` (the API, or the SDK through it), so
-until a program has, every call here is a no-op costing a dictionary
-lookup, and a program without the `otel` extra runs as if this module were
-not there. Whatever order the program imports in: the check is made at
-each call, not when this module is imported.
+`commandkit/telemetry.py`). It never imports OpenTelemetry itself. A
+program that set up a provider has imported `opentelemetry` (the API, or
+the SDK through it), so until a program has imported it and set up a
+provider, every call here is a no-op costing two dictionary lookups, and a
+program without the `otel` extra runs as if this module were not there.
+Whatever order the program imports in: the check is made at each call,
+not when this module is imported.
 
 Spans follow the OpenTelemetry semantic conventions for generative AI
 (`gen_ai.*`: one `chat` span per answer a model writes, one `execute_tool`
@@ -114,13 +114,21 @@ these names."""
 
 
 def tracing() -> bool:
-    """Whether the program has imported OpenTelemetry's API, so that spans may be recorded.
+    """Whether the program set up a tracer provider, so that spans may be recorded.
 
-    False means every call of this module does nothing; True only that the
-    API is there (its default providers record nothing until one is set up).
+    False means every span of this module does nothing: the program has not
+    imported OpenTelemetry's API, or has and set up no provider (nor named
+    one by `OTEL_PYTHON_TRACER_PROVIDER`), when the API's own spans would be
+    no-ops. Read from the API's global the way its `get_tracer_provider`
+    reads it; an API without that global is taken to trace.
     """
     # None: a module a program (a test) marked as not installed.
-    return sys.modules.get("opentelemetry.trace") is not None
+    api = sys.modules.get("opentelemetry.trace")
+    if api is None:
+        return False
+    return getattr(api, "_TRACER_PROVIDER", True) is not None or (
+        "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+    )
 
 
 def capturing_content() -> bool:
@@ -370,8 +378,13 @@ def _instrument(name: str) -> Any:
     Raises KeyError for a name `INSTRUMENTS` does not hold.
     """
     kind, unit, description, boundaries = INSTRUMENTS[name]
-    if sys.modules.get("opentelemetry.metrics") is None:
+    api = sys.modules.get("opentelemetry.metrics._internal")
+    if api is None:
         return None
+    if getattr(api, "_METER_PROVIDER", True) is None and (
+        "OTEL_PYTHON_METER_PROVIDER" not in os.environ
+    ):
+        return None  # no provider set up: the API's instruments would be no-ops
     from opentelemetry import metrics
 
     provider = metrics.get_meter_provider()
