@@ -18,6 +18,7 @@ import msgspec
 import pytest
 import trio
 import trio.testing
+from traces import Traced, all_text, attributes
 
 from plancontracts.generated.tool_plans import (
     ExecutionResult,
@@ -38,10 +39,7 @@ from plancontracts.runtime.engine.streamed import (
 )
 
 if TYPE_CHECKING:
-    # Types only: the `traced` fixture (conftest.py) imports OpenTelemetry when a
-    # test takes it, so that every other test runs without it.
     from opentelemetry.sdk.trace import ReadableSpan
-    from traces import Traced
 
 FAULTS = Path(__file__).parent / "fault_skills"
 SECRET_INPUT = "a password-shaped input"
@@ -103,10 +101,6 @@ def the_plan_span(traced: Traced) -> ReadableSpan:
     return plan
 
 
-def attributes(span: ReadableSpan) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
 def by_tool(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
     """`spans` by their `gen_ai.tool.call.id`, each named after its tool."""
     found = {str(attributes(each)["gen_ai.tool.call.id"]): each for each in spans}
@@ -114,19 +108,6 @@ def by_tool(spans: list[ReadableSpan]) -> dict[str, ReadableSpan]:
     for each in spans:
         assert each.name == f"execute_tool {attributes(each)['gen_ai.tool.name']}"
     return found
-
-
-def all_text(spans: list[ReadableSpan]) -> str:
-    """Every attribute, event and status of `spans` as one text, to look for what must not be."""
-    parts: list[str] = []
-    for each in spans:
-        parts.append(each.name)
-        parts.extend(f"{key}={value!r}" for key, value in attributes(each).items())
-        for event in each.events:
-            parts.append(event.name)
-            parts.extend(f"{key}={value!r}" for key, value in (event.attributes or {}).items())
-        parts.append(each.status.description or "")
-    return "\n".join(parts)
 
 
 def test_a_plan_is_one_span_with_a_child_per_tool(traced: Traced) -> None:

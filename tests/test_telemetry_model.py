@@ -15,11 +15,10 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from local_servers import Reply, model_server
-from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from test_write import GOOD, RECIPE, ScriptedWriter, text
 from tiers import examples_at_most
-from traces import Traced, attributes
+from traces import Traced, all_text, attributes
 
 from plancontracts import Budget, ContractSet, WriteFailed, load_contracts, write
 from plancontracts.runtime.core.telemetry import CONTENT_VARIABLE
@@ -42,19 +41,6 @@ def written(recipes: ContractSet, writer: Any, prompt: str = PROMPT, **options: 
         return await write(recipes["recipe"], prompt, writer=writer, **options)
 
     return trio.run(run)
-
-
-def attribute_text(spans: list[ReadableSpan]) -> str:
-    """Every attribute, event and status of `spans` as one text, to look for what must not be."""
-    parts: list[str] = []
-    for span in spans:
-        parts.append(span.name)
-        parts.extend(f"{key}={value!s}" for key, value in attributes(span).items())
-        for event in span.events:
-            parts.append(event.name)
-            parts.extend(f"{key}={value!s}" for key, value in dict(event.attributes or {}).items())
-        parts.append(span.status.description or "")
-    return "\n".join(parts)
 
 
 def test_a_refused_answer_and_its_reask_are_two_chat_spans_under_one_write(
@@ -136,7 +122,7 @@ def test_no_span_holds_the_prompt_or_the_answer_without_content_capture(
     answer = {**GOOD, "name": name}
     refused = {**answer, "serves": 40}
     written(recipes, ScriptedWriter([text(refused), text(answer)]), prompt)
-    seen = attribute_text(traced.spans)
+    seen = all_text(traced.spans)
     assert len(traced.spans) == 3
     assert prompt not in seen
     assert name not in seen
@@ -182,7 +168,7 @@ def test_a_server_is_named_by_host_and_port_never_by_its_password_or_key(
     assert attributes(first)["gen_ai.request.model"] == "stub-model"
     assert attributes(first)["gen_ai.usage.input_tokens"] == 57
     assert attributes(second)["gen_ai.usage.input_tokens"] == 88
-    seen = attribute_text(traced.spans)
+    seen = all_text(traced.spans)
     assert "s3cret" not in seen
     assert "sk-the-key" not in seen
     inputs = [

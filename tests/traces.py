@@ -23,7 +23,21 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
-__all__ = ["Traced", "attributes", "recording", "stop_recording"]
+__all__ = ["Traced", "all_text", "attributes", "recording", "stop_recording"]
+
+
+def all_text(spans: list[ReadableSpan]) -> str:
+    """Every name, attribute, event and status of `spans` as one text, to look for what must
+    not be there (a prompt, a tool's output) without content capture."""
+    parts: list[str] = []
+    for span in spans:
+        parts.append(span.name)
+        parts.extend(f"{key}={value!r}" for key, value in attributes(span).items())
+        for event in span.events:
+            parts.append(event.name)
+            parts.extend(f"{key}={value!r}" for key, value in dict(event.attributes or {}).items())
+        parts.append(span.status.description or "")
+    return "\n".join(parts)
 
 
 def attributes(span: ReadableSpan) -> dict[str, Any]:
