@@ -47,7 +47,7 @@ from typing import Any, Final
 from plancontracts.runtime.core import telemetry
 
 MODES: Final = ("off", "no-op", "on")
-HIDDEN: Final = ("opentelemetry.trace", "opentelemetry.metrics")
+HIDDEN: Final = ("opentelemetry.trace", "opentelemetry.metrics", "opentelemetry.metrics._internal")
 "The modules whose presence in `sys.modules` tells the library OpenTelemetry is there."
 TRACER_KEPT: Final = "_tracer"
 "Where the library keeps the tracer it got first: each mode starts without it."
