@@ -21,9 +21,8 @@ from local_servers import Reply, model_server
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from test_story_drive import PREMISE, PREMISE_CALL, WEB
-from test_telemetry_model import attribute_text
 from test_write import ScriptedWriter
-from traces import Traced, attributes
+from traces import Traced, all_text, attributes
 
 from plancontracts.generated.goal_plans import Goal
 from plancontracts.runtime.core.errors import ToolValidationError
@@ -83,8 +82,8 @@ def test_a_session_call_is_one_execute_tool_span_ok_or_refused(traced: Traced) -
     assert attributes(mark)["gen_ai.conversation.id"] == session.session_id
     assert mark.status.status_code is StatusCode.ERROR
     # The refusal's message names what the call gave: content, kept off.
-    assert "S009" not in attribute_text(traced.spans)
-    assert SECRET not in attribute_text(traced.spans)
+    assert "S009" not in all_text(traced.spans)
+    assert SECRET not in all_text(traced.spans)
 
     assert durations(traced, **{"gen_ai.tool.name": "planning_setup_plan"}) == 1
     assert durations(traced, **{"plancontracts.tool.state": "refused"}) == 1
@@ -109,7 +108,7 @@ def test_a_call_of_no_tool_is_a_span_that_does_not_say_the_name_written(traced: 
         assert span.name == "execute_tool"
         assert "gen_ai.tool.name" not in attributes(span)
         assert attributes(span)["plancontracts.tool.state"] == "refused"
-    assert "coffee" not in attribute_text(traced.spans)
+    assert "coffee" not in all_text(traced.spans)
     assert traced.counted("plancontracts.tool.failures") == 2
     assert durations(traced) == 2
 
@@ -168,7 +167,7 @@ def test_a_story_draft_call_is_one_span_with_the_draft_as_its_conversation(
     assert attributes(premise)["plancontracts.tool.state"] == "ok"
     assert attributes(outline)["plancontracts.tool.state"] == "refused"
     assert attributes(outline)["error.type"] == "plancontracts.refused"
-    assert PREMISE not in attribute_text(traced.spans)
+    assert PREMISE not in all_text(traced.spans)
     assert traced.counted("plancontracts.tool.failures", **{"gen_ai.tool.name": "draftActOutline"})
     assert durations(traced, **{"plancontracts.tool.state": "ok"}) == 1
 
@@ -178,7 +177,7 @@ def test_a_story_draft_call_s_arguments_only_with_capture(
 ) -> None:
     session = DraftSession()
     assert session.call("proposeStoryPremise", PREMISE_CALL["arguments"]).ok
-    assert PREMISE not in attribute_text(traced.spans)
+    assert PREMISE not in all_text(traced.spans)
     monkeypatch.setenv(CONTENT_VARIABLE, "true")
     traced.clear()
     assert not session.call("proposeStoryPremise", PREMISE_CALL["arguments"]).ok
@@ -239,7 +238,7 @@ def test_a_goal_cycle_is_a_span_and_the_planner_s_writes_inside_are_its_children
     for cycle in cycles:
         if cycle is not replanning:
             assert traced.children(cycle) == []
-    text = attribute_text(traced.spans)
+    text = all_text(traced.spans)
     for content in ("lighthouse", "sing a song", "climb the stairs"):
         assert content not in text
 
@@ -301,7 +300,7 @@ def test_session_drive_puts_each_write_and_its_call_under_the_command(traced: Tr
         attributes(setup_span)["gen_ai.conversation.id"]
         == attributes(mark)["gen_ai.conversation.id"]
     )
-    assert SECRET not in attribute_text(traced.spans)
+    assert SECRET not in all_text(traced.spans)
 
 
 def test_story_drive_puts_each_write_and_its_call_under_the_command(traced: Traced) -> None:
@@ -324,7 +323,7 @@ def test_story_drive_puts_each_write_and_its_call_under_the_command(traced: Trac
     (web,) = traced.named("execute_tool draftNodeWeb")
     assert attributes(premise)["plancontracts.tool.state"] == "ok"
     assert attributes(web)["plancontracts.tool.state"] == "refused"  # no act outlined yet
-    assert PREMISE not in attribute_text(traced.spans)
+    assert PREMISE not in all_text(traced.spans)
 
 
 def test_story_build_puts_each_write_and_its_call_under_the_command(traced: Traced) -> None:
@@ -356,8 +355,8 @@ def test_story_build_puts_each_write_and_its_call_under_the_command(traced: Trac
         for span in traced.spans
         if span.name.startswith("execute_tool")
     )
-    assert PREMISE not in attribute_text(traced.spans)
-    assert "foggy coast" not in attribute_text(traced.spans)
+    assert PREMISE not in all_text(traced.spans)
+    assert "foggy coast" not in all_text(traced.spans)
 
 
 def test_goals_simulate_puts_each_cycle_under_the_command_and_its_replan_in_it(
@@ -383,4 +382,4 @@ def test_goals_simulate_puts_each_cycle_under_the_command_and_its_replan_in_it(
         "goal cycle"
     ] * OVERRIDES_TO_REPLAN
     assert [child.name for child in traced.children(cycles[-1])] == ["write goals"]
-    assert "lighthouse" not in attribute_text(traced.spans)
+    assert "lighthouse" not in all_text(traced.spans)
