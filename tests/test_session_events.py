@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from commands import cli
+from commands import cli, ctrl_c_as_from_a_terminal
 from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from local_servers import Reply, conforming, model_server
@@ -480,6 +480,7 @@ def test_events_written_before_a_signal_are_kept(
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_as_from_a_terminal,
     )
     try:
         assert process.stdin is not None

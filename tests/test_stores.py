@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from commands import cli
+from commands import cli, ctrl_c_as_from_a_terminal
 from test_story_draft import (
     CHARACTER,
     FINALIZE,
@@ -238,6 +238,7 @@ def test_a_signal_stops_a_run_waiting_for_a_locked_database(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_as_from_a_terminal,
         )
         time.sleep(3)  # started, and waiting for the lock (SQLite waited in C for all of it)
         process.send_signal(signal.Signals(signum))
