@@ -244,7 +244,7 @@ class LocalModel:
         if stop is not None and stop.is_set():
             raise GenerationFailed("generation was stopped")
         if sampled > reported:
-            yield Piece("", sampled - reported)
+            yield Piece("", sampled - reported, read)
 
     def write(
         self,
