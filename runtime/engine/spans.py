@@ -20,8 +20,7 @@ branches a plan takes once per tool at most.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from ...generated.tool_plans import ExecutionResult, Plan, ToolError
 from ..core.telemetry import (
@@ -49,29 +48,25 @@ __all__ = [
 ]
 
 PLAN_SPAN = "execute plan"
-_NOTHING = Told()
 
 
-@contextmanager
 def plan_span(
     plan_id: str, *, parallel: bool, attempt: int, streamed: bool = False
-) -> Iterator[Told]:
+) -> AbstractContextManager[Told]:
     """The `execute plan` span of the plan `plan_id`, current inside the block.
 
     `attempt` is the execution's attempt number; `streamed` whether its
     tools start while the plan is written (`streamed.py`).
     """
-    if not tracing():
-        yield _NOTHING
-        return
+    if not tracing():  # `span` records nothing then: no attributes are built for it
+        return span(PLAN_SPAN)
     attributes: dict[str, AttributeValue | None] = {
         "plancontracts.plan.id": plan_id,
         "plancontracts.plan.parallel": parallel,
         "plancontracts.plan.attempt": attempt,
         "plancontracts.plan.streamed": streamed or None,
     }
-    with span(PLAN_SPAN, attributes) as told:
-        yield told
+    return span(PLAN_SPAN, attributes)
 
 
 def plan_ended(told: Told, plan: Plan, result: ExecutionResult) -> None:
