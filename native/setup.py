@@ -1,0 +1,13 @@
+"""The C extension of plancontracts-fast; everything else is in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "plancontracts_fast._native",
+            sources=["src/plancontracts_fast/_native.c"],
+            extra_compile_args=["-Wall", "-Wextra", "-Werror"],
+        )
+    ]
+)

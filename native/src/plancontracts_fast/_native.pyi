@@ -1,0 +1,24 @@
+from collections.abc import Sequence
+from typing import Final, TypeAlias, final
+
+PROTOCOL: Final[int]
+
+class _Searcher:
+    def search(self, string: str, /) -> object: ...
+
+# None, or a tuple whose first item says the kind:
+# (0, matcher), (1, item_node), (2, key_node, value_node),
+# (3, {type: ((name, node), ...)}), (4, (node, ...)).
+Node: TypeAlias = tuple[object, ...] | None
+
+def scan(data: bytes, max_depth: int, /) -> bool: ...
+@final
+class Dfa:
+    def __new__(
+        cls, accepting: Sequence[bool], transitions: Sequence[Sequence[tuple[int, int, int]]]
+    ) -> Dfa: ...
+    @property
+    def states(self) -> int: ...
+    def matches(self, text: str, /) -> bool: ...
+
+def check(value: object, node: Node, /) -> bool: ...
