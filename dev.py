@@ -17,12 +17,14 @@
 
 Setting up creates `.venv/` beside this file and installs the project into it
 (editable, with every extra and the `dev` dependency group) at the exact
-versions of constraints.txt, so every checkout and CI run gets the same ones.
-It also downloads the core's dependencies, the codegen extra's and the build
-backend as wheels into build/wheelhouse/, where the packaging and pre-commit
-tests install the project from without a network. It is
-repeated only when pyproject.toml or constraints.txt changes. And it fetches
-the official JSON-Schema-Test-Suite once per version into
+versions of constraints.txt, so every checkout and CI run gets the same ones,
+and with it the native fast path, plancontracts-fast, compiled from native/
+(the `fast` extra names it; it is on no package index). It also downloads the
+core's dependencies, the codegen extra's and the build backend as wheels into
+build/wheelhouse/, where the packaging and pre-commit tests install the
+project from without a network. Each is repeated only when pyproject.toml or
+constraints.txt changes, and .venv's when a source file under native/ does too.
+And it fetches the official JSON-Schema-Test-Suite once per version into
 build/json-schema-test-suite/ (tests/test_json_schema_suite.py runs it).
 """
 
@@ -49,6 +51,9 @@ PYTHON = BIN / "python"
 STAMP = VENV / ".install-stamp"
 PYPROJECT = ROOT / "pyproject.toml"
 CONSTRAINTS = ROOT / "constraints.txt"
+# The native fast path's own distribution: built from this folder, never from an index.
+NATIVE = ROOT / "native"
+NATIVE_NAME = "plancontracts-fast"
 WHEELHOUSE = ROOT / "build" / "wheelhouse"
 WHEELHOUSE_STAMP = WHEELHOUSE / ".stamp"
 SCHEMA_SUITE = ROOT / "build" / "json-schema-test-suite"
@@ -94,7 +99,8 @@ def setup() -> None:
     """Install the project into .venv at the locked versions, and fill the wheelhouse."""
     if not CONSTRAINTS.exists():
         raise SystemExit(f"{CONSTRAINTS.name} is missing: `python3 dev.py lock` writes it")
-    wanted = hashlib.sha256(PYPROJECT.read_bytes() + CONSTRAINTS.read_bytes()).hexdigest()
+    locked = hashlib.sha256(PYPROJECT.read_bytes() + CONSTRAINTS.read_bytes()).hexdigest()
+    wanted = with_native(locked)
     if not (STAMP.exists() and STAMP.read_text() == wanted):
         create_venv()
         step(
@@ -106,7 +112,8 @@ def setup() -> None:
         pip("install", "--upgrade", "pip", *constrained)
         pip("install", *constrained, *everything())
         STAMP.write_text(wanted)
-    if not (WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == wanted):
+    # The wheelhouse holds no native wheel: the packaging tests build native/ themselves.
+    if not (WHEELHOUSE_STAMP.exists() and WHEELHOUSE_STAMP.read_text() == locked):
         step(f"downloading the core's dependencies as wheels into {WHEELHOUSE.relative_to(ROOT)}")
         shutil.rmtree(WHEELHOUSE, ignore_errors=True)
         pyproject = tomllib.loads(PYPROJECT.read_text())
@@ -118,8 +125,27 @@ def setup() -> None:
             *pyproject["build-system"]["requires"],
         ]
         pip("download", "--only-binary", ":all:", "--dest", WHEELHOUSE, "-c", CONSTRAINTS, *wheels)
-        WHEELHOUSE_STAMP.write_text(wanted)
+        WHEELHOUSE_STAMP.write_text(locked)
     fetch_schema_suite()
+
+
+def with_native(locked: str) -> str:
+    """`locked` (a hash of pyproject.toml and constraints.txt) hashed with the source
+    files under native/, each with its path, so that an edit of the C compiles it again.
+
+    The native folder's build artifacts (its `build/`, `*.egg-info`, `__pycache__`,
+    a compiled `.so` or `.pyd`) are left out: pip's own build writes them there.
+    """
+    digest = hashlib.sha256(locked.encode())
+    for path in sorted(NATIVE.rglob("*")):
+        relative = path.relative_to(NATIVE)
+        artifact = relative.parts[0] == "build" or any(
+            part == "__pycache__" or part.endswith(".egg-info") for part in relative.parts
+        )
+        if artifact or not path.is_file() or path.suffix in (".so", ".pyd"):
+            continue
+        digest.update(b"\0" + relative.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def fetch_schema_suite() -> None:
@@ -201,7 +227,8 @@ def lock() -> None:
     versions = {
         canonical(item["metadata"]["name"]): item["metadata"]["version"]
         for item in resolved
-        if canonical(item["metadata"]["name"]) != "plancontracts"
+        # This repository's own distributions come from its folders, not from an index.
+        if canonical(item["metadata"]["name"]) not in ("plancontracts", NATIVE_NAME)
     }
     asked = [PYTHON, "-c", "import importlib.metadata as m; print(m.version('pip'))"]
     done = subprocess.run(asked, capture_output=True, text=True, check=True)
@@ -216,9 +243,14 @@ def lock() -> None:
 
 
 def everything() -> list[object]:
-    """pip's arguments for the project (editable) with every extra, and the `dev` group."""
+    """pip's arguments for the project (editable) with every extra, native/, and the `dev` group.
+
+    native/ is named in the same command: pip takes a folder it is given as
+    the one candidate for its distribution, so the `fast` extra resolves to it.
+    pip builds a folder again at every install, so an edited C file is compiled.
+    """
     extras = ",".join(tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"])
-    return ["--editable", f"{ROOT}[{extras}]", "--group", f"{PYPROJECT}:dev"]
+    return ["--editable", f"{ROOT}[{extras}]", NATIVE, "--group", f"{PYPROJECT}:dev"]
 
 
 def canonical(name: str) -> str:

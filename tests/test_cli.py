@@ -26,7 +26,7 @@ from jsonschema import Draft202012Validator
 from local_servers import conforming, model_server
 from user_schemas import BROKEN, COMMON, RECIPE, SOUP, write_user_schemas
 
-from plancontracts import contract_names, contract_schema
+from plancontracts import __version__, contract_names, contract_schema
 from plancontracts.runtime.story_packages import DraftSession, DraftStore
 
 PLAN = contract_schema("plan")["examples"][0]
@@ -60,6 +60,17 @@ def test_the_console_script_and_python_m_are_the_same_command() -> None:
     script = Path(sys.executable).with_name("plancontracts")
     direct = subprocess.run([script, "contracts"], capture_output=True, text=True, check=True)
     assert direct.stdout == plancontracts("contracts").stdout
+
+
+def test_the_version_says_whether_the_native_fast_path_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # .venv has it: `python3 dev.py setup` installs native/ with the project.
+    assert cli("--version").stdout == f"plancontracts {__version__} (native fast path: on)\n"
+    monkeypatch.setitem(sys.modules, "plancontracts_fast", None)  # as if not installed
+    assert cli("--version").stdout == (
+        f"plancontracts {__version__} (native fast path: off: install plancontracts[fast])\n"
+    )
 
 
 def test_contracts_lists_every_contract_with_its_title() -> None:

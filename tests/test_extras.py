@@ -62,15 +62,28 @@ def test_each_extra_lists_the_modules_of_the_distributions_pyproject_names() -> 
         assert found == named, extra
 
 
-def test_no_extra_pins_an_exact_version() -> None:
+def test_no_extra_pins_an_exact_version_but_the_native_fast_path() -> None:
     """Ranges, so that an extra installs beside a project's own pins (its ruff, say);
-    the exact versions are constraints.txt's, for .venv and CI alone."""
+    the exact versions are constraints.txt's, for .venv and CI alone. The `fast`
+    extra's distribution is this repository's own, released with the core it
+    serves: the test below holds its pin to native/."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     for extra, requirements in pyproject["project"]["optional-dependencies"].items():
         for requirement in requirements:
+            if extra == "fast":
+                continue
             specifiers = Requirement(requirement).specifier
             exact = [str(one) for one in specifiers if one.operator in ("==", "===")]
             assert not exact, f"[{extra}] pins {requirement}"
+
+
+def test_the_fast_extra_names_the_distribution_native_builds_at_its_version() -> None:
+    """`fast` is no command's extra (a command runs the same without it, only slower): it
+    installs what native/ builds, at the version native/pyproject.toml gives it."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    native = tomllib.loads((ROOT / "native" / "pyproject.toml").read_text())["project"]
+    assert pyproject["optional-dependencies"]["fast"] == [f"{native['name']}=={native['version']}"]
+    assert "fast" not in EXTRAS
 
 
 def without(hidden: str, *arguments: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

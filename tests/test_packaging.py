@@ -1,21 +1,26 @@
 """A normal (non-editable) install holds one package, `plancontracts`, and works on its own.
 
-The core installs without any extra: the wheel goes into a fresh virtual
-environment with nothing but the core's dependencies, offline, from the
-wheelhouse `python3 dev.py setup` fills, and validates, decodes and executes
-there; the commands that need an extra say which.
+The core installs without any extra: the wheel (pure Python) goes into a fresh
+virtual environment with nothing but the core's dependencies, offline, from
+the wheelhouse `python3 dev.py setup` fills, and validates, decodes and
+executes there without the native fast path; the commands that need an extra
+say which. The native fast path, native/, builds into a wheel of its own,
+offline too, which the `fast` extra installs beside the core.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from plancontracts import contract_schema
 from plancontracts.runtime.commandkit import EXTRAS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +28,7 @@ WHEELHOUSE = ROOT / "build" / "wheelhouse"
 PIP: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
 # Top-level names: the otel extra's modules are parts of one namespace package.
 OPTIONAL = sorted({name.split(".")[0] for modules in EXTRAS.values() for name in modules})
+NATIVE = ROOT / "native"
 
 # A wheel built, installed and run by pip and fresh interpreters.
 pytestmark = pytest.mark.process
@@ -47,23 +53,59 @@ def installed(wheel: Path) -> Path:
     return target
 
 
-@pytest.fixture(scope="module")
-def core_only(wheel: Path) -> Path:
-    """A fresh virtual environment holding the wheel and the core's dependencies, no extra.
-
-    pip installs from the wheelhouse alone: no index, and none of this
-    machine's pip configuration.
-    """
+def offline_pip() -> dict[str, str]:
+    """pip's environment without this machine's pip configuration; skips with no wheelhouse."""
     if not (WHEELHOUSE / ".stamp").is_file():
         pytest.skip(f"no wheelhouse at {WHEELHOUSE}: `python3 dev.py setup` downloads it")
-    environment = wheel.parent / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", environment], check=True)
-    python = environment / "bin" / "python"
     offline = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
     offline["PIP_CONFIG_FILE"] = os.devnull
+    return offline
+
+
+def fresh_venv(environment: Path, *requirements: str | Path, links: Path | None = None) -> Path:
+    """`environment`, a new virtual environment where pip installed `requirements`.
+
+    pip installs from the wheelhouse (and `links`) alone: no index, and none
+    of this machine's pip configuration.
+    """
+    offline = offline_pip()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", environment], check=True)
+    python = environment / "bin" / "python"
     install = [*PIP, "--python", python, "install", "--no-index", "--find-links", WHEELHOUSE]
-    subprocess.run([*install, wheel], check=True, env=offline)
+    if links is not None:
+        install += ["--find-links", links]
+    subprocess.run([*install, *requirements], check=True, env=offline, timeout=600)
     return environment
+
+
+@pytest.fixture(scope="module")
+def core_only(wheel: Path) -> Path:
+    """A fresh virtual environment holding the wheel and the core's dependencies, no extra."""
+    return fresh_venv(wheel.parent / "venv", wheel)
+
+
+@pytest.fixture(scope="module")
+def native_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """native/ built as a wheel, offline, with the wheelhouse's setuptools (one C file).
+
+    A copy is built, not native/ itself: pip builds a folder in place, and
+    its build/ and egg-info would land in the checkout.
+    """
+    offline = offline_pip()
+    scratch = tmp_path_factory.mktemp("native")
+    source = scratch / "native"
+    artifacts = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+    shutil.copytree(NATIVE, source, ignore=artifacts)
+    build = [*PIP, "wheel", "--no-index", "--find-links", WHEELHOUSE, "--no-deps"]
+    subprocess.run(
+        [*build, "--wheel-dir", scratch / "wheels", source],
+        check=True,
+        capture_output=True,
+        env=offline,
+        timeout=600,
+    )
+    [built] = (scratch / "wheels").glob("plancontracts_fast-*.whl")
+    return built
 
 
 def in_core(
@@ -90,6 +132,14 @@ def python_in(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[s
     return subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
+
+
+def test_the_core_wheel_is_pure_python_without_the_native_fast_path(wheel: Path) -> None:
+    assert wheel.name.endswith("-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert not [name for name in names if name.endswith((".so", ".pyd", ".c", ".h"))]
+    assert not [name for name in names if name.startswith("plancontracts_fast")]
 
 
 def test_the_wheel_holds_one_top_level_package_with_its_data(installed: Path) -> None:
@@ -187,6 +237,7 @@ def test_the_core_installs_and_runs_without_any_extra(core_only: Path, tmp_path:
         "print(json.dumps([m for m in sys.modules if m.split('.')[0] in optional]))\n"
         "print(json.dumps([n for n in optional if importlib.util.find_spec(n)]))\n",
         *OPTIONAL,
+        "plancontracts_fast",  # the `fast` extra's: decode and validate ran without it
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
@@ -201,6 +252,38 @@ def test_the_core_installs_and_runs_without_any_extra(core_only: Path, tmp_path:
     assert (validated.returncode, validated.stdout) == (
         0,
         "plan.json: valid\n1 document checked: 1 valid, 0 invalid\n",
+    )
+    version = in_core(core_only, "plancontracts", "--version", cwd=tmp_path)
+    assert version.stdout.endswith(" (native fast path: off: install plancontracts[fast])\n")
+
+
+def test_the_fast_extra_installs_the_native_wheel_beside_the_core(
+    wheel: Path, native_wheel: Path, tmp_path: Path
+) -> None:
+    assert "-cp3" in native_wheel.name  # built for this interpreter: compiled
+    # Both wheels where pip looks, and the extra asked by name, as from an index.
+    links = tmp_path / "links"
+    links.mkdir()
+    for built in (wheel, native_wheel):
+        shutil.copy(built, links)
+    environment = fresh_venv(tmp_path / "venv", "plancontracts[fast]", links=links)
+    done = in_core(
+        environment,
+        "python",
+        "-c",
+        "import importlib.metadata as m, plancontracts_fast\n"
+        "print(m.version('plancontracts-fast'), type(plancontracts_fast.PROTOCOL).__name__)\n",
+        cwd=tmp_path,
+    )
+    assert (done.returncode, done.stdout) == (0, "0.1.0 int\n"), done.stderr
+    version = in_core(environment, "plancontracts", "--version", cwd=tmp_path)
+    assert version.stdout.endswith(" (native fast path: on)\n")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(contract_schema("plan")["examples"][1]))
+    validated = in_core(environment, "plancontracts", "validate", "plan", str(plan), cwd=tmp_path)
+    assert (validated.returncode, validated.stdout) == (
+        0,
+        f"{plan}: valid\n1 document checked: 1 valid, 0 invalid\n",
     )
 
 
