@@ -12,6 +12,7 @@ class _Searcher:
 Node: TypeAlias = tuple[object, ...] | None
 
 def scan(data: bytes, max_depth: int, /) -> bool: ...
+
 @final
 class Dfa:
     def __new__(
