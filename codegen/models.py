@@ -15,6 +15,10 @@ this module adds, in one pass over the generated syntax tree:
 - schema defaults as struct defaults, including those the generator drops
   (such as `null`), and no `UnsetType` on a field that has one;
 - descriptions as docstrings only, so that a type reads as one short line;
+- a string's pattern as `Meta(extra_json_schema={"pattern": ...})`, never as
+  msgspec's own `Meta(pattern=...)`: msgspec does not match it (with `re`, on
+  every conversion), plancontracts does, after conversion, and msgspec's
+  JSON Schema of the type still shows it;
 - snake_case Python names for every JSON name, including names such as
   `$comment` that the generator can only prefix with `field_`;
 - immutable structs where the schema asks for them: an object schema marked
@@ -99,7 +103,7 @@ def generate_module(bundle: JSONSchema, family: str, header: str, roots: Sequenc
             if _is_frozen(statement.name, schema):
                 _freeze(statement)
     _check_frozen(tree)
-    tree = _DescriptionsAsDocstringsOnly().visit(tree)
+    tree = _MetaRewrite().visit(tree)
     _import_privately(tree)
     _qualify_shadowed_builtins(tree)
     _name_roots(tree, roots, metadata)
@@ -519,13 +523,32 @@ def _union_members(annotation: ast.expr) -> list[ast.expr]:
     return [annotation]
 
 
-class _DescriptionsAsDocstringsOnly(ast.NodeTransformer):
-    """Drops `description` and `title` from `Meta(...)`; the docstrings already carry them."""
+class _MetaRewrite(ast.NodeTransformer):
+    """Rewrites every `Meta(...)`: no `description` or `title`, a `pattern` msgspec does not check.
+
+    The docstrings already carry descriptions and titles. A pattern moves
+    into `extra_json_schema`, the same string: msgspec would match it with
+    `re` on every conversion, the dominant cost of decoding; plancontracts
+    checks it itself after conversion, by walking the typed value, and
+    `msgspec.json.schema` and `msgspec.inspect` still show it. Every `Meta`
+    is rewritten, a map key's type's too. Raises `UnusableSchema` if
+    the generator wrote an `extra_json_schema` of its own (the versions
+    tried write none), which the pattern's would replace.
+    """
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "Meta":
-            node.keywords = [kw for kw in node.keywords if kw.arg not in ("description", "title")]
+        if not (isinstance(node.func, ast.Name) and node.func.id == "Meta"):
+            return node
+        node.keywords = [kw for kw in node.keywords if kw.arg not in ("description", "title")]
+        pattern = next((kw for kw in node.keywords if kw.arg == "pattern"), None)
+        if pattern is None:
+            return node
+        if any(kw.arg == "extra_json_schema" for kw in node.keywords):
+            raise UnusableSchema("the model generator wrote an extra_json_schema of its own")
+        carried = ast.Dict(keys=[ast.Constant("pattern")], values=[pattern.value])
+        node.keywords.remove(pattern)
+        node.keywords.append(ast.keyword("extra_json_schema", carried))
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:

@@ -27,7 +27,10 @@ The subset, node by node:
 - an array: `items` (a schema), `minItems`, `maxItems`;
 - a string: `minLength`, `maxLength` (msgspec counts code points, as JSON
   Schema does), a `pattern` that `re` reads as the schema's validator does
-  (`reads_alike`, with `$` as the end of the text);
+  (`reads_alike`, with `$` as the end of the text). The types carry it for
+  plancontracts' own check, not as a msgspec constraint (as
+  `extra_json_schema`: see `codegen.models`); it is no schema-only rule all
+  the same, since plancontracts matches it on every conversion into the types;
 - an integer: bounds (a fractional bound rounded to the integer it means),
   an integral `multipleOf`; a number: bounds within 2**52, where a float
   still tells every integer apart;
@@ -536,16 +539,16 @@ _HEX = re.compile(r"u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}")
 
 
 def reads_alike(pattern: str, trusted: bool = False) -> bool:
-    """Whether msgspec (Python's `re`, `$` written `\\Z`) reads `pattern` as validation does.
+    """Whether Python's `re` (`$` written `\\Z`) reads `pattern` as validation does.
 
     Conservative: escapes of punctuation, `\\t \\n \\r \\f \\v`, `\\uXXXX` and
     `\\xXX` only (not the classes `\\d \\w \\s \\b`, which ECMA-262 reads as
     ASCII and Python as Unicode), groups `(?:`, lookarounds, no flags, no
     named groups, no `{,n}`, no empty class (`[]`, `[^]`), and nothing `re`
     refuses or warns about. Unless `trusted`, no repeated group (`(a|a)*`),
-    which `re` may take days to match (msgspec has no time limit), and at most
-    one repeat without an upper bound (`*`, `+`, `{n,}`), in a pattern that
-    begins with `^`: `^a*a*a*b$` backtracks polynomially, and an unanchored
+    which `re` may take days to match (the types' check has no time limit),
+    and at most one repeat without an upper bound (`*`, `+`, `{n,}`), in a
+    pattern that begins with `^`: `^a*a*a*b$` backtracks polynomially, and an unanchored
     `[a-z]+@` is tried at every place of the text (time quadratic in it).
     """
     index = 0
@@ -603,9 +606,9 @@ _OPEN_REPEAT = re.compile(r"\{[0-9]+,\}")
 def known_patterns() -> frozenset[str]:
     """The patterns of plancontracts' own schemas, known not to backtrack for long.
 
-    tests/test_patterns.py matches each; msgspec matches them with `re`, which
-    has no time limit. Known by value, so that a copy of the schemas generates
-    as they do.
+    tests/test_patterns.py matches each; the types' check matches them with
+    `re`, which has no time limit. Known by value, so that a copy of the
+    schemas generates as they do.
     """
     found: set[str] = set()
     for path in sorted(_PROJECT_SCHEMAS.rglob("*.json")):

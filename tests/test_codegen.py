@@ -208,6 +208,25 @@ def test_closed_structs_reject_unknown_fields_that_the_generator_alone_would_acc
         )
 
 
+def test_patterns_are_carried_for_plancontracts_to_check_never_as_msgspec_constraints() -> None:
+    # msgspec would match every patterned string with `re` on each conversion, most of
+    # decode's time: the types carry the pattern for plancontracts' own check instead.
+    schema = json.loads((ROOT / "schemas/planning-blocks/frozen-plans.json").read_text())
+    pattern = schema["$defs"]["topic-key"]["pattern"]
+    key = msgspec.inspect.type_info(planning_blocks.TopicKey)  # a map key's type
+    assert isinstance(key, msgspec.inspect.Metadata)
+    assert key.type == msgspec.inspect.StrType(max_length=64)  # the other bounds held as before
+    assert key.extra_json_schema == {"pattern": pattern}
+    assert msgspec.json.schema(planning_blocks.TopicKey)["pattern"] == pattern
+    assert msgspec.convert("Not A Topic", planning_blocks.TopicKey) == "Not A Topic"
+    with pytest.raises(msgspec.ValidationError, match="length <= 64"):
+        msgspec.convert("x" * 65, planning_blocks.TopicKey)
+    for module in MODULES:
+        written = Path(str(module.__file__)).read_text(encoding="utf-8")
+        assert "pattern=" not in written, module.__name__
+        assert 'extra_json_schema={"pattern"' in written, module.__name__
+
+
 def test_schema_defaults_become_struct_defaults() -> None:
     tool = tool_plans.ToolInvocation(tool_id="t1", tool_path="skills/x/y.py")
     assert (tool.required, tool.async_, tool.dependencies) == (True, False, [])
