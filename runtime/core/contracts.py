@@ -139,6 +139,8 @@ def field_bound(struct: type[msgspec.Struct], name: str, bound: Bound) -> int:
             kind = msgspec.inspect.type_info(member.type)
             if isinstance(kind, msgspec.inspect.UnionType):  # an optional field
                 kind = next(t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType))
+            if isinstance(kind, msgspec.inspect.Metadata):  # a text with a pattern
+                kind = kind.type
             value = getattr(kind, bound, None)
             if isinstance(value, int):
                 return value
