@@ -36,7 +36,7 @@ ExpectedOutcome: _typing.TypeAlias = _typing.Annotated[
 Horizon: _typing.TypeAlias = _typing.Literal["short", "mid", "long"]
 "How far ahead a goal looks: `short`, `mid` or `long` term."
 Name: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z][a-z0-9_]{0,39}$(?!\\n)"})
 ]
 "A name in snake_case: of a need (`hunger`), an emotion (`joy`) or something known of the world (`location`)."
 Satisfaction: _typing.TypeAlias = _typing.Annotated[float, _msgspec.Meta(ge=0.0, le=100.0)]

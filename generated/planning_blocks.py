@@ -42,7 +42,11 @@ class SituationAssessment(_msgspec.Struct, forbid_unknown_fields=True, kw_only=T
 
 
 ChoiceKey: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=64, pattern="^(god:|think:)?[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=64,
+        extra_json_schema={"pattern": "^(god:|think:)?[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)"},
+    ),
 ]
 "A choice id: snake_case words of lower-case letters and digits joined by single underscores, starting with a letter, optionally prefixed `god:` or `think:`, for example `sneak_past` or `think:return_story`."
 Complexity: _typing.TypeAlias = _typing.Literal["simple", "moderate", "complex"]
@@ -60,7 +64,10 @@ QualityTier: _typing.TypeAlias = _typing.Literal[
 RiskLevel: _typing.TypeAlias = _typing.Literal["safe", "low", "medium", "high"]
 "How dangerous an option is, from no risk to significant danger."
 TopicKey: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=64, pattern="^[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=64, extra_json_schema={"pattern": "^[a-z][a-z0-9]*(_[a-z0-9]+)*$(?!\\n)"}
+    ),
 ]
 "A planning topic in snake_case, such as `warehouse_ambush`. A materially different approach uses a different key."
 
@@ -127,7 +134,9 @@ class PlanQuality(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     "The ability rolled, usually `Intelligence` or `Wisdom`."
     stat_value: _typing.Annotated[int, _msgspec.Meta(ge=1, le=30)]
     "The character's score in that ability."
-    modifier: _typing.Annotated[str, _msgspec.Meta(pattern="^[+-][0-9]{1,2}$(?!\\n)")]
+    modifier: _typing.Annotated[
+        str, _msgspec.Meta(extra_json_schema={"pattern": "^[+-][0-9]{1,2}$(?!\\n)"})
+    ]
     "The ability modifier with its sign, for example `+2` or `-1`."
     roll_result: _typing.Annotated[int, _msgspec.Meta(ge=-20, le=60)]
     "The d20 roll plus the modifier."

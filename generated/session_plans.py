@@ -28,32 +28,52 @@ class SessionReadPlan(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True,
 DateTime: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        }
     ),
 ]
 "An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
 Details: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=512, min_length=1, pattern="^[!-~](?:[ -~\\n]*[!-~])?$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=512,
+        min_length=1,
+        extra_json_schema={"pattern": "^[!-~](?:[ -~\\n]*[!-~])?$(?!\\n)"},
+    ),
 ]
 "Printable ASCII text of 1 to 512 characters that may span lines, with no leading or trailing whitespace."
 Objective: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=240, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=240,
+        min_length=1,
+        extra_json_schema={"pattern": "^[!-~](?:[ -~]*[!-~])?$(?!\\n)"},
+    ),
 ]
 "A plan objective: one line of printable ASCII, 1 to 240 characters, no leading or trailing spaces."
 StepId: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^S(?:00[1-9]|0[1-9][0-9]|[1-9][0-9]{2})$(?!\\n)")
+    str,
+    _msgspec.Meta(extra_json_schema={"pattern": "^S(?:00[1-9]|0[1-9][0-9]|[1-9][0-9]{2})$(?!\\n)"}),
 ]
 "A step id: `S` and three digits, S001 to S999 (S000 is not an id), numbered from S001 in the order steps were added to the plan, for example `S004`."
 StepStatus: _typing.TypeAlias = _typing.Literal["pending", "in_progress", "blocked", "done"]
 "Where a step stands: `pending` (not started), `in_progress`, `blocked` (waiting on something), `done`."
 Title: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=160, min_length=1, pattern="^[!-~](?:[ -~]*[!-~])?$(?!\\n)")
+    str,
+    _msgspec.Meta(
+        max_length=160,
+        min_length=1,
+        extra_json_schema={"pattern": "^[!-~](?:[ -~]*[!-~])?$(?!\\n)"},
+    ),
 ]
 "A step title: one line of printable ASCII, 1 to 160 characters, no leading or trailing spaces."
 Uuid: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        }
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."

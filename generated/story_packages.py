@@ -90,7 +90,9 @@ AssetUrl: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
         max_length=2000,
-        pattern="^[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)",
+        extra_json_schema={
+            "pattern": "^[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)"
+        },
     ),
 ]
 "Where a generated file is served: a URL or a server path, with no whitespace."
@@ -103,7 +105,9 @@ Comment: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=400
 DateTime: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        }
     ),
 ]
 "An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
@@ -112,7 +116,7 @@ EncounterType: _typing.TypeAlias = _typing.Literal[
 ]
 "The kind of encounter: `discovery`, `npc_interaction`, `combat`, `puzzle` or `atmospheric` (ambient filler)."
 Flag: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9_]{0,63}$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z0-9][a-z0-9_]{0,63}$(?!\\n)"})
 ]
 "A story flag in snake_case, set by encounters and tested by prerequisites, such as `found_the_key`."
 Flags: _typing.TypeAlias = _typing.Annotated[list[Flag], _msgspec.Meta(max_length=12)]
@@ -120,7 +124,7 @@ Flags: _typing.TypeAlias = _typing.Annotated[list[Flag], _msgspec.Meta(max_lengt
 Genre: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=80, min_length=1)]
 "A genre, such as `mystery`."
 Language: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$(?!\\n)"})
 ]
 "A BCP-47 language tag such as `en`, `fr` or `zh-Hant`."
 Line: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=300, min_length=1)]
@@ -136,7 +140,7 @@ Outcome: _typing.TypeAlias = _typing.Literal["progression", "doom", "climax"]
 Priority: _typing.TypeAlias = _typing.Literal["low", "normal", "high", "urgent"]
 "How strongly the Director prefers the encounter when several are possible."
 Slug: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9_-]{0,63}$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z0-9][a-z0-9_-]{0,63}$(?!\\n)"})
 ]
 "An id or key: lower-case letters, digits, `_` and `-`, starting with a letter or digit, at most 64 characters, such as `loc_harbour` or `storm-theme`."
 Slugs: _typing.TypeAlias = _typing.Annotated[list[Slug], _msgspec.Meta(max_length=24)]
@@ -148,7 +152,9 @@ Title: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=120, 
 Uuid: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        }
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
@@ -228,7 +234,10 @@ class AssetFile(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     mime_type: _typing.Annotated[
         str,
         _msgspec.Meta(
-            max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
+            max_length=128,
+            extra_json_schema={
+                "pattern": "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
+            },
         ),
     ] = _msgspec.field(name="mimeType")
     "The file's media type, such as `image/png` or `audio/wav`."
@@ -417,7 +426,9 @@ class PackageRef(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     id: Uuid
     "The package's id."
-    sha256: _typing.Annotated[str, _msgspec.Meta(pattern="^[0-9a-f]{64}$(?!\\n)")]
+    sha256: _typing.Annotated[
+        str, _msgspec.Meta(extra_json_schema={"pattern": "^[0-9a-f]{64}$(?!\\n)"})
+    ]
     "The SHA-256 of the package's content, in lower-case hex: the package as its model encodes it in compact JSON, keys sorted and defaults filled in, so that another layout of the same file has the same hash."
 
 
@@ -625,7 +636,9 @@ class WorldInfo(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     "Keywords that bring this entry into the storyteller's context."
     content: Text
     "The lore itself."
-    type: _typing.Annotated[str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,39}$(?!\\n)")]
+    type: _typing.Annotated[
+        str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z][a-z0-9_]{0,39}$(?!\\n)"})
+    ]
     "What kind of entry this is, such as `lore`, `atmosphere` or `character`."
 
 

@@ -31,7 +31,7 @@ class RetryPolicy(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 Capability: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[a-z0-9][a-z0-9-]{0,39}$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z0-9][a-z0-9-]{0,39}$(?!\\n)"})
 ]
 "One capability tag, lower case, such as `dice` or `narration`."
 
@@ -63,14 +63,18 @@ Cue: _typing.TypeAlias = _typing.Annotated[
     _msgspec.Meta(
         max_length=400,
         min_length=1,
-        pattern="^([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*( \\.\\.\\. ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*| ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*)*$(?!\\n)",
+        extra_json_schema={
+            "pattern": "^([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*( \\.\\.\\. ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*| ([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*(/([a-z][a-z0-9]*|[0-9]+)('[a-z0-9]+)*)*)*$(?!\\n)"
+        },
     ),
 ]
 "Words of a cue: lower-case words of letters, digits and `'` as an input is split into words (a word starts with a letter, or is a number; `'` joins two parts, as in `don't`), separated by single spaces; `/` between words makes them alternatives for one place, and `...` between two places lets up to six other words stand there, for example `light/kindle ... torch`."
 DateTime: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$(?!\\n)"
+        }
     ),
 ]
 "An RFC 3339 timestamp with an upper-case `T` and either `Z` or a numeric offset, for example `2026-11-22T09:30:00Z`."
@@ -80,24 +84,29 @@ RelativePath: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
         max_length=256,
-        pattern="^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$(?!\\n)",
+        extra_json_schema={
+            "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$(?!\\n)"
+        },
     ),
 ]
 "A relative path of `/`-separated segments made of letters, digits, `.`, `_` and `-`. No segment starts with `.`, so `..` and hidden files cannot appear."
 RequestId: _typing.TypeAlias = _typing.Annotated[str, _msgspec.Meta(max_length=128)]
 "The request id the executor handed to the script, repeated so that events can be matched to their request."
 SkillName: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")
+    str,
+    _msgspec.Meta(max_length=64, extra_json_schema={"pattern": "^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)"}),
 ]
 "A skill name: lower-case letters and digits in words joined by single hyphens, for example `dice-roller`."
 ToolId: _typing.TypeAlias = _typing.Annotated[
-    str, _msgspec.Meta(pattern="^[A-Za-z][A-Za-z0-9_-]{0,63}$(?!\\n)")
+    str, _msgspec.Meta(extra_json_schema={"pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$(?!\\n)"})
 ]
 "An id for one tool call, unique within its plan: a letter, then up to 63 letters, digits, `_` or `-`, for example `t1` or `light_torch`."
 Uuid: _typing.TypeAlias = _typing.Annotated[
     str,
     _msgspec.Meta(
-        pattern="^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        extra_json_schema={
+            "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\\n)"
+        }
     ),
 ]
 "A UUID in its 36-character hyphenated form, for example `2f6d1c3e-8b1a-4c57-9e0d-5a3b7c9e1f24`."
@@ -119,7 +128,10 @@ class AssetEvent(
     media_type: _typing.Annotated[
         str,
         _msgspec.Meta(
-            max_length=128, pattern="^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
+            max_length=128,
+            extra_json_schema={
+                "pattern": "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$(?!\\n)"
+            },
         ),
     ] = _msgspec.field(name="mediaType")
     "The IANA media type of the file, lower case, for example `image/png`."
@@ -260,7 +272,10 @@ class SkillScript(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """One executable script of a skill."""
 
     name: _typing.Annotated[
-        str, _msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)")
+        str,
+        _msgspec.Meta(
+            max_length=64, extra_json_schema={"pattern": "^[a-z0-9]+(-[a-z0-9]+)*$(?!\\n)"}
+        ),
     ]
     "A short name for the script, unique within the skill, for example `roll`."
     path: RelativePath
@@ -357,7 +372,9 @@ class UiEvent(
 
     version: ProtocolVersion
     'Always "0".'
-    event: _typing.Annotated[str, _msgspec.Meta(pattern="^[a-z][a-z0-9_]{0,63}$(?!\\n)")]
+    event: _typing.Annotated[
+        str, _msgspec.Meta(extra_json_schema={"pattern": "^[a-z][a-z0-9_]{0,63}$(?!\\n)"})
+    ]
     "The name of the interface event, in snake_case, such as `narrative_choice`."
     request_id: RequestId | _msgspec.UnsetType = _msgspec.field(
         default=_msgspec.UNSET, name="requestId"
@@ -390,7 +407,12 @@ class SkillManifest(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     description: _typing.Annotated[str, _msgspec.Meta(max_length=1000, min_length=1)]
     "What the skill does, in one or two sentences. The narrator reads it when choosing skills."
     version: _typing.Annotated[
-        str, _msgspec.Meta(pattern="^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$(?!\\n)")
+        str,
+        _msgspec.Meta(
+            extra_json_schema={
+                "pattern": "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$(?!\\n)"
+            }
+        ),
     ]
     "The skill's version as MAJOR.MINOR.PATCH, for example `1.2.0`."
     comment: Comment | _msgspec.UnsetType = _msgspec.field(default=_msgspec.UNSET, name="$comment")
@@ -412,7 +434,9 @@ class SkillManifest(_msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             str,
             _msgspec.Meta(
                 max_length=2000,
-                pattern="^https?://[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)",
+                extra_json_schema={
+                    "pattern": "^https?://[^\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff]+$(?!\\n)"
+                },
             ),
         ]
         | _msgspec.UnsetType
