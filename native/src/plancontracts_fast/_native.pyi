@@ -3,13 +3,10 @@ from typing import Final, TypeAlias, final
 
 PROTOCOL: Final[int]
 
-class _Searcher:
-    def search(self, string: str, /) -> object: ...
-
 # None, or a tuple whose first item says the kind:
 # (0, matcher), (1, item_node), (2, key_node, value_node),
 # (3, {type: ((name, node), ...)}), (4, (node, ...)).
-Node: TypeAlias = tuple[object, ...] | None
+_Node: TypeAlias = tuple[object, ...] | None
 
 def scan(data: bytes, max_depth: int, /) -> bool: ...
 
@@ -22,4 +19,4 @@ class Dfa:
     def states(self) -> int: ...
     def matches(self, text: str, /) -> bool: ...
 
-def check(value: object, node: Node, /) -> bool: ...
+def check(value: object, node: _Node, /) -> bool: ...
