@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,15 @@ def test_long_strings_scan() -> None:
     assert not scan(b'"' + b"a" * (2 << 20), 10)
 
 
+def test_scans_without_the_lock_run_side_by_side() -> None:
+    # Over 64 KiB the scan releases the GIL: threads scan at once.
+    good = b"[" + b",".join(b'{"k%d":"v"}' % n for n in range(20_000)) + b"]"
+    bad = good[:-1] + b',{"a":1,"a":2}]'
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(lambda text: scan(text, 10), [good, bad] * 8))
+    assert verdicts == [True, False] * 8
+
+
 def test_a_text_cut_anywhere_is_never_wrongly_accepted() -> None:
     text = '{"a":[1,-2.5e3,true,null,"é\\u00e9\\ud83d\\ude00😀"],"b":{}}'.encode()
     assert scan(text, 10)
@@ -362,6 +372,47 @@ def test_dfa_binary_search_over_many_ranges() -> None:
     for point in [*range(320), 0x1F5FF, 0x1F600, 0x1F620, 0x1F64F, 0x1F650, 0x10FFFF]:
         assert dfa.matches(chr(point)) is covered(point), point
     assert dfa.matches("".join(chr(point) for point in range(0, 300, 2)) + "😀")
+
+
+Table = tuple[list[bool], list[list[tuple[int, int, int]]]]
+"A Dfa's arguments: accepting, transitions."
+
+
+@st.composite
+def automata(draw: st.DrawFn) -> Table:
+    """A valid table of 1 to 4 states, its ranges cut at random points of the code space."""
+    states = draw(st.integers(1, 4))
+    accepting = draw(st.lists(st.booleans(), min_size=states, max_size=states))
+    transitions = []
+    for _ in range(states):
+        cuts = sorted(draw(st.sets(st.integers(0, 0x10FFFF), max_size=40)))
+        ranges = []
+        for lo, hi in zip(cuts[::2], cuts[1::2], strict=False):
+            if draw(st.booleans()):
+                ranges.append((lo, hi, draw(st.integers(0, states - 1))))
+        transitions.append(ranges)
+    return accepting, transitions
+
+
+def reference_matches(table: Table, text: str) -> bool:
+    """What a Dfa of `table` says of `text`, computed plainly."""
+    accepting, transitions = table
+    state = 0
+    for character in text:
+        point = ord(character)
+        targets = [target for lo, hi, target in transitions[state] if lo <= point <= hi]
+        if not targets:
+            return False
+        state = targets[0]
+    return accepting[state]
+
+
+@given(automata(), st.data())
+def test_dfa_agrees_with_a_plain_simulation(table: Table, data: st.DataObject) -> None:
+    bounds = [point for ranges in table[1] for lo, hi, _ in ranges for point in (lo, hi, hi + 1)]
+    near = st.sampled_from([chr(point) for point in bounds if point <= 0x10FFFF] or ["a"])
+    text = data.draw(st.lists(near | st.characters(), max_size=12).map("".join))
+    assert Dfa(*table).matches(text) is reference_matches(table, text)
 
 
 def test_dfa_repr_and_states() -> None:
