@@ -23,6 +23,7 @@ from ...generated.tool_plans import (
     ToolInvocation,
 )
 from ..core.errors import UnusableScript
+from ..core.typed_patterns import conforming
 from .limits import Limits
 from .runs import ToolFunction, ToolRun, call_input, fit
 from .skills import Script, SkillSet, bundled_skills
@@ -44,8 +45,8 @@ def check_function_names(names: Iterable[str]) -> None:
     for name in names:
         skill, _, rest = name.partition("/")
         try:
-            msgspec.convert(name, RelativePath)
-            msgspec.convert(skill, SkillName)
+            conforming(name, RelativePath)
+            conforming(skill, SkillName)
         except msgspec.ValidationError:
             valid = False
         else:

@@ -75,6 +75,7 @@ from ..core.errors import (
 )
 from ..core.files import replace_file
 from ..core.jsontext import parse
+from ..core.typed_patterns import conforming
 from ..core.validation import convert, decode
 from .agent import GoalPlanner
 from .migrations import HORIZON_OPTION, horizon_choice
@@ -351,7 +352,7 @@ def _write_state(name: str, person: Person) -> None:
     # made breaks none (a bug if so), and the next run reads it. The rules beyond the schema,
     # whose check grows with every plan, are kept by the planning system after every event
     # (tests/test_goal_plans.py checks them on random scripts).
-    msgspec.json.decode(data, type=GoalPlanningSystem)
+    conforming(msgspec.json.decode(data), GoalPlanningSystem)
     if len(data) >= DEFAULT_MAX_BYTES:
         raise StreamError(
             f"--state {label(name)}: the state would be larger than {DEFAULT_MAX_BYTES} bytes, "

@@ -26,6 +26,7 @@ import msgspec
 
 from ...generated.tool_plans import Plan, ToolInvocation
 from ..core.errors import GenerationFailed, MalformedJSON, ProfileBug
+from ..core.typed_patterns import conforming
 from ..engine.skills import SkillSet, bundled_skills
 from ..model.writer import Writer, say_on_stderr
 from .choosing import (
@@ -269,7 +270,7 @@ def _entries_as_written(
             entry = profile.entry(handed + 1, written["tools"][handed])
             handed += 1
             try:
-                tool = msgspec.convert(entry, ToolInvocation)
+                tool = conforming(entry, ToolInvocation)
             except msgspec.ValidationError:
                 broken = True  # the whole answer is refused at its end
                 return

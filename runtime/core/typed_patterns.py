@@ -1,0 +1,188 @@
+"""Checking the schema's string patterns on a typed value, after msgspec converted it.
+
+The generated types carry each string's pattern as `Meta(extra_json_schema=
+{"pattern": ...})`, not as msgspec's `pattern` constraint: msgspec would call
+Python's `re` once per patterned string, which was most of the time `decode`
+spent converting a plan. Instead, `patterns_hold` walks the converted value
+along a *node* tree derived once per type from msgspec's own description of
+it (`msgspec.inspect`), visiting only the fields that can hold a patterned
+string, and matches each such string: with a DFA in native code when the
+`fast` extra is installed (`runtime.core.dfa` compiles the pattern), with
+`re` otherwise (and for a pattern no DFA is made for). The pattern is the one
+msgspec would have checked, searched for as msgspec searched for it.
+
+A node is a tuple, as the native walker reads it too:
+
+- `(0, matcher)`: a `str` must match (other values pass);
+- `(1, item)`: each item of a list or tuple;
+- `(2, key, value)`: each key and value of a dict (None: not checked);
+- `(3, fields)`: a value whose exact type is a key of `fields` (a dict of
+  struct classes to their `(attribute, node)` pairs) has those attributes checked;
+- `(4, nodes)`: every node applies.
+
+A type with no patterned string anywhere has no node (None), and costs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any, TypeVar
+
+import msgspec
+import msgspec.inspect as mi
+
+from .dfa import compile_dfa
+from .native import native
+
+__all__ = ["Node", "conforming", "pattern_node", "patterns_hold"]
+
+Node = tuple[Any, ...]
+"See the module's docstring."
+_T = TypeVar("_T")
+
+_STR, _SEQUENCE, _MAP, _STRUCT, _ALL = range(5)
+
+
+def pattern_node(target: Any) -> Node | None:
+    """The node tree that checks the patterns of values of type `target`; None when it has none.
+
+    `target` is any type msgspec converts into (a generated struct, a union, an
+    annotated alias). Built once per type, for the native walker or the
+    Python one, whichever runs now. A fixed-length tuple type holding
+    patterned strings cannot be walked position by position: ValueError.
+    """
+    return _node_of(target, native() is not None)
+
+
+@cache
+def _node_of(target: Any, natively: bool) -> Node | None:
+    fields: dict[type, tuple[tuple[str, Node], ...]] = {}
+    return _Deriver(fields, natively).node(mi.type_info(target))
+
+
+def patterns_hold(value: Any, node: Node | None) -> bool:
+    """Whether every string of `value` that `node` points at matches its pattern."""
+    if node is None:
+        return True
+    module = native()
+    if module is not None:
+        return bool(module.check(value, node))
+    return _walk(value, node)
+
+
+def conforming(value: Any, target: type[_T]) -> _T:
+    """`msgspec.convert(value, target)` with the schema's patterns checked too.
+
+    For code that converts into a generated type without `decode` (checking a
+    name against `SkillName`, say). Raises `msgspec.ValidationError`, as
+    msgspec does, when the value does not fit the type or a string does not
+    match its pattern.
+    """
+    converted = msgspec.convert(value, target)
+    if not patterns_hold(converted, pattern_node(target)):
+        raise msgspec.ValidationError("a string does not match the pattern its type requires")
+    return converted
+
+
+def matcher(pattern: str, natively: bool) -> Any:
+    """What matches `pattern` in a node: a native DFA where one is made, else a compiled `re`."""
+    module = native()
+    if natively and module is not None:
+        table = compile_dfa(pattern)
+        if table is not None:
+            return module.Dfa(*table)
+    return re.compile(pattern)
+
+
+class _Deriver:
+    """Turns msgspec's type information into nodes, sharing one `fields` dict for every struct.
+
+    A struct class is walked only when some string below it has a pattern;
+    finding that for recursive types takes a fixed point: classes are first
+    entered with no fields, and their fields filled once each is derived.
+    """
+
+    def __init__(self, fields: dict[type, tuple[tuple[str, Node], ...]], natively: bool) -> None:
+        self.fields = fields
+        self.natively = natively
+        self.holds: dict[type, bool] = {}
+
+    def node(self, info: mi.Type) -> Node | None:
+        if isinstance(info, mi.Metadata):
+            extra = info.extra_json_schema or {}
+            pattern = extra.get("pattern")
+            if isinstance(info.type, mi.StrType) and isinstance(pattern, str):
+                return (_STR, matcher(pattern, self.natively))
+            return self.node(info.type)
+        if isinstance(info, mi.ListType | mi.SetType | mi.FrozenSetType | mi.VarTupleType):
+            item = self.node(info.item_type)
+            return None if item is None else (_SEQUENCE, item)
+        if isinstance(info, mi.TupleType):
+            if any(self.node(item) is not None for item in info.item_types):
+                raise ValueError("a fixed-length tuple of patterned strings cannot be checked")
+            return None
+        if isinstance(info, mi.DictType):
+            key, value = self.node(info.key_type), self.node(info.value_type)
+            return None if key is None and value is None else (_MAP, key, value)
+        if isinstance(info, mi.StructType):
+            return (_STRUCT, self.fields) if self.struct(info) else None
+        if isinstance(info, mi.UnionType):
+            members = [node for member in info.types if (node := self.node(member)) is not None]
+            # Every struct member's node is the same lookup by class: one of them does.
+            found = [node for node in members if node[0] != _STRUCT]
+            if len(found) < len(members):
+                found.append((_STRUCT, self.fields))
+            if not found:
+                return None
+            return found[0] if len(found) == 1 else (_ALL, tuple(found))
+        return None  # numbers, booleans, literals, Any...: no pattern
+
+    def struct(self, info: mi.StructType) -> bool:
+        """Whether a value of this struct class may hold patterned strings; fills `fields` if so.
+
+        A class met again while its own fields are being derived (a recursive
+        type) is taken to hold some. That is safe either way: the walker
+        passes any value whose class `fields` does not name.
+        """
+        cls = info.cls
+        if cls not in self.holds:
+            self.holds[cls] = True
+            walked = tuple(
+                (field.name, node)
+                for field in info.fields
+                if (node := self.node(field.type)) is not None
+            )
+            self.holds[cls] = bool(walked)
+            if walked:
+                self.fields[cls] = walked
+        return self.holds[cls]
+
+
+def _walk(value: Any, node: Node) -> bool:
+    """The Python walker: `patterns_hold` without the extension. A loop: any depth works."""
+    pending: list[tuple[Any, Node]] = [(value, node)]
+    while pending:
+        value, node = pending.pop()
+        kind = node[0]
+        if kind == _STR:
+            if isinstance(value, str) and node[1].search(value) is None:
+                return False
+        elif kind == _SEQUENCE:
+            if isinstance(value, list | tuple):
+                item = node[1]
+                pending += [(each, item) for each in value]
+        elif kind == _MAP:
+            if isinstance(value, dict):
+                key, item = node[1], node[2]
+                if key is not None:
+                    pending += [(each, key) for each in value]
+                if item is not None:
+                    pending += [(each, item) for each in value.values()]
+        elif kind == _STRUCT:
+            walked = node[1].get(type(value))
+            if walked is not None:
+                pending += [(getattr(value, name), sub) for name, sub in walked]
+        else:
+            pending += [(value, sub) for sub in node[1]]
+    return True
