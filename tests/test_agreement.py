@@ -3,13 +3,16 @@
 For each contract, hypothesis draws valid documents from the schema and
 mutates each into a possibly invalid one. For every document:
 
-- the typed path alone (msgspec converting into the generated types) and the
+- the typed path alone (msgspec converting into the generated types, then
+  plancontracts checking the patterns the types carry) and the
   `jsonschema` library give the same verdict, except where the schema has
   rules the types cannot express (then the types may only be more lenient)
   and for integral floats such as `1.0` in an integer field, which JSON
   Schema accepts and msgspec does not;
 - `decode`, the public path, accepts exactly what the schema accepts and the
   contract's rules beyond the schema (declared by families: `runtime.core.rules`) allow;
+- `decode` gives the same value or the same violations with the native fast
+  path and without it;
 - a rejection names only places that exist in the document;
 - an accepted document loses nothing: the typed object holds every value of
   the input and survives an encode/decode round trip unchanged.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import nullcontext
 from typing import Any
 
 import msgspec
@@ -31,8 +35,10 @@ from tiers import examples_at_most
 
 from plancontracts import ContractError, contract_names, contract_schema, decode, root_type
 from plancontracts.runtime.core.contracts import has_schema_only_rules
+from plancontracts.runtime.core.native import turned_off
 from plancontracts.runtime.core.rules import rules_of
 from plancontracts.runtime.core.schema_text import display_pattern
+from plancontracts.runtime.core.typed_patterns import conforming
 
 # The largest documents: even the fast tier's thirty of each take seconds to draw and judge.
 LARGEST = {"story-draft", "story-package"}
@@ -113,7 +119,7 @@ def judge(contract: str, validator: Draft202012Validator, document: Any) -> bool
     """Check every agreement property on one document; return the schema's verdict."""
     schema_ok = validator.is_valid(document)
     try:
-        msgspec.convert(document, root_type(contract))
+        conforming(document, root_type(contract))
         typed_ok = True
     except msgspec.ValidationError:
         typed_ok = False
@@ -125,6 +131,7 @@ def judge(contract: str, validator: Draft202012Validator, document: Any) -> bool
     text = json.dumps(document).encode()
     rules = rules_of(contract)
     rules_ok = rules is None or next(rules.find(document), None) is None
+    assert_both_ways_agree(contract, text)
     try:
         typed = decode(contract, text)
     except ContractError as error:
@@ -180,3 +187,20 @@ def holds(output: Any, given_value: Any) -> bool:
     if type(given_value) is int and type(output) is float:
         return output == given_value  # an integer in a `number` field
     return type(output) is type(given_value) and output == given_value
+
+
+def assert_both_ways_agree(contract: str, text: bytes) -> None:
+    """`decode` gives the same typed value, or the same violations, with and without the fast path.
+
+    Without the `fast` extra both calls take the slow path, and agree trivially;
+    the suite runs with it installed (dev.py installs it), and again without it
+    (test_fast_path_off.py).
+    """
+    outcomes = []
+    for off in (False, True):
+        with turned_off() if off else nullcontext():
+            try:
+                outcomes.append(decode(contract, text))
+            except ContractError as error:
+                outcomes.append(error.violations)
+    assert outcomes[0] == outcomes[1]

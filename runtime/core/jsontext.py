@@ -14,6 +14,12 @@ duplicated. When they differ, when the escape occurs, or when the value nests
 too deeply for msgspec to write it again, a slow exact pass over the text
 finds the first duplicate and where it is.
 
+With the `fast` extra installed (`runtime.core.native`), a native scan first
+checks, in one pass over the bytes, everything this module adds to msgspec
+(duplicate keys, numbers past a float, lone surrogates, nesting); when it
+finds nothing, msgspec's parse alone gives the value. Whenever it is unsure,
+the steps below run and explain, so the verdicts and messages are the same.
+
 The parser's nesting limit is msgspec's: it counts each level of arrays and
 objects against Python's recursion limit (1,000 by default, less the frames
 of the calling code). Nothing that reads a parsed value afterwards recurses,
@@ -41,6 +47,7 @@ from typing import Any
 import msgspec
 
 from .errors import MalformedJSON
+from .native import native
 
 _BOM = b"\xef\xbb\xbf"
 _OFFSET = re.compile(r"\(byte (\d+)\)")
@@ -52,6 +59,9 @@ TOO_LARGE = "a number is too large to represent as a 64-bit float"
 _TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}:,]')
 
 
+NATIVE_DEPTH = 256
+"""Documents nesting deeper take the Python path, whose limit is msgspec's (about 1,000 levels):
+none of the contracts' documents nests this deep, and decoding into types recurses per level."""
 DENSE_FROM = 1 << 20
 "Documents up to this size are always parsed: their cost is within the constant."
 MEMORY_PER_TEXT_BYTE = 19
@@ -77,6 +87,12 @@ def parse(data: bytes) -> Any:
     """
     if len(data) > DENSE_FROM:
         _refuse_if_costly(data)
+    elif (module := native()) is not None and module.scan(data, NATIVE_DEPTH):
+        # The native scan found none of what msgspec lets through: its parse is the verdict.
+        try:
+            return msgspec.json.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            pass  # what the scan missed is found and explained below
     try:
         value = msgspec.json.decode(data)
     except RecursionError:

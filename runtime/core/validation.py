@@ -56,13 +56,15 @@ from .errors import (
     Violations,
     shown,
 )
-from .jsontext import copy_json, escape_token, parse
+from .jsontext import DENSE_FROM, NATIVE_DEPTH, copy_json, escape_token, parse
 from .jsontext import pointer as json_pointer
 from .migrations import Migrated, MigrationStep, reads_valid, recognized_as_valid, upgraded
+from .native import native
 from .patterns import OutOfTime, matches, matching_budget, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
 from .schema_tree import validator_class
+from .typed_patterns import Node, pattern_node, patterns_hold
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaError
@@ -89,6 +91,11 @@ KeywordCheck = Callable[[Any, Any, Any, Any], Iterator["SchemaError"]]
 "A keyword's check, as jsonschema calls it: (validator, the keyword's value, instance, schema)."
 Relaxed = tuple[tuple[str, Callable[[KeywordCheck], KeywordCheck]], ...]
 "Keywords judged otherwise: see `ContractSet.schema_violations`."
+_Quick = tuple["msgspec.json.Decoder[Any] | None", Node | None]
+"A contract's fast path: a typed decoder when nothing but its types judges it, and its patterns."
+UNSURE: Any = object()
+"What `ContractSet.decoded_natively` returns when the slow path must judge."
+_UNSURE = UNSURE
 
 
 class ContractSet:
@@ -137,6 +144,7 @@ class ContractSet:
         self._pattern_seconds = pattern_seconds
         self._validators: dict[tuple[str, Relaxed], Validator] = {}
         self._default_rules: dict[str, Rules | None] = {}
+        self._quick: dict[str, _Quick] = {}
 
     def names(self) -> tuple[str, ...]:
         """The names of the contracts, sorted."""
@@ -178,7 +186,50 @@ class ContractSet:
 
     def decode(self, contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any:
         """Decode one JSON document of `contract`: see the module's `decode`."""
+        if type(data) is bytes and len(data) <= DENSE_FROM and native() is not None:
+            typed = self.decoded_natively(contract, data, rules=rules)
+            if typed is not _UNSURE:
+                return typed
         return self.convert(contract, self.parse_document(contract, data), rules=rules)
+
+    def decoded_natively(self, contract: str, data: bytes, *, rules: Rules | None = None) -> Any:
+        """`decode`'s native fast path: the typed value, `UNSURE`, or the same ContractError.
+
+        Needs the `fast` extra (else `UNSURE` at once). The native scan checks
+        in one pass what the strict parser refuses besides msgspec (duplicate
+        keys, numbers past a float, lone surrogates, deep nesting); once it
+        passes, msgspec's own parse gives the value the strict parser would.
+        For a typed contract with no rules and no schema-only rules, msgspec
+        then decodes straight into the types and the native walker checks the
+        patterns. Whatever is unsure, or refused, returns `UNSURE`, so that
+        the slow path judges and explains; a contract with rules is judged by
+        `convert` on the parsed value, exactly as the slow path judges it.
+        """
+        module = native()
+        if module is None:
+            return _UNSURE
+        quick = self._quick.get(contract, _UNSURE)
+        if quick is _UNSURE:
+            quick = self._quick[contract] = self._quick_of(contract)
+        if not module.scan(data, NATIVE_DEPTH):
+            return _UNSURE
+        decoder, node = quick
+        try:
+            if rules is None and decoder is not None:
+                typed = decoder.decode(data)
+                return typed if module.check(typed, node) else _UNSURE
+            value = msgspec.json.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            return _UNSURE
+        return self.convert(contract, value, rules=rules)
+
+    def _quick_of(self, contract: str) -> _Quick:
+        self.require(contract)
+        target = self._types.get(contract)
+        if target is None:  # judged by the schema alone: the parse is all there is to speed up
+            return None, None
+        plain = contract not in self._schema_only_rules and self._chosen(contract, None) is None
+        return (msgspec.json.Decoder(target) if plain else None), pattern_node(target)
 
     def convert(self, contract: str, value: Any, *, rules: Rules | None = None) -> Any:
         """Convert a parsed JSON `value` of `contract`: see the module's `convert`."""
@@ -196,6 +247,10 @@ class ContractSet:
             if problems:
                 raise ContractError(contract, problems) from None
             return _convert_integral_floats(contract, value, target)
+        if not patterns_hold(typed, pattern_node(target)):
+            problems = self.violations(contract, value, rules=chosen)
+            if problems:
+                raise ContractError(contract, problems)
         if contract in self._schema_only_rules:
             problems = self.violations(contract, value, rules=chosen)
             if problems:
