@@ -7,7 +7,8 @@ setup(
         Extension(
             "plancontracts_fast._native",
             sources=["src/plancontracts_fast/_native.c"],
-            extra_compile_args=["-Wall", "-Wextra", "-Werror"],
+            # Warnings shown, never fatal: a user's compiler may warn where gcc 12 does not.
+            extra_compile_args=["-Wall", "-Wextra"],
         )
     ]
 )
