@@ -62,14 +62,18 @@ def test_the_console_script_and_python_m_are_the_same_command() -> None:
     assert direct.stdout == plancontracts("contracts").stdout
 
 
-def test_the_version_says_whether_the_native_fast_path_is_installed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # .venv has it: `python3 dev.py setup` installs native/ with the project.
+def test_the_version_says_whether_the_native_fast_path_is_on() -> None:
+    # .venv has it: `python3 dev.py setup` installs native/ with the project. Without
+    # it (tests/test_packaging.py installs the core alone) the line names the extra.
     assert cli("--version").stdout == f"plancontracts {__version__} (native fast path: on)\n"
-    monkeypatch.setitem(sys.modules, "plancontracts_fast", None)  # as if not installed
-    assert cli("--version").stdout == (
-        f"plancontracts {__version__} (native fast path: off: install plancontracts[fast])\n"
+
+
+@pytest.mark.process
+def test_the_version_says_the_fast_path_was_turned_off() -> None:
+    done = plancontracts("--version", env={"PLANCONTRACTS_NATIVE": "0"})
+    assert (
+        done.stdout
+        == f"plancontracts {__version__} (native fast path: off: PLANCONTRACTS_NATIVE=0)\n"
     )
 
 

@@ -285,17 +285,16 @@ def _version_action() -> type[argparse.Action]:
             super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
 
         def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
-            import importlib.util
             from importlib.metadata import PackageNotFoundError, version
+
+            from ..core.native import native_state
 
             try:
                 found = version("plancontracts")  # plancontracts.__version__, as pyproject reads it
             except PackageNotFoundError:  # a checkout that was never installed
                 found = "(not installed)"
-            # Looked for, not imported: the verdicts are the same either way, only slower.
-            native = importlib.util.find_spec("plancontracts_fast") is not None
-            fast = "on" if native else "off: install plancontracts[fast]"
-            sys.stdout.write(f"{parser.prog} {found} (native fast path: {fast})\n")
+            # The verdicts are the same either way, only slower: said, never required.
+            sys.stdout.write(f"{parser.prog} {found} (native fast path: {native_state()})\n")
             parser.exit()
 
     return Version

@@ -28,7 +28,7 @@ def _load() -> tuple[ModuleType | None, str]:
     try:
         import plancontracts_fast
     except ImportError:
-        return None, "off: install plancontracts[fast] (pip install ./native) for it"
+        return None, "off: install plancontracts[fast]"
     found = getattr(plancontracts_fast, "PROTOCOL", None)
     if found != PROTOCOL:
         # An extension built from another version of native/: its functions may
