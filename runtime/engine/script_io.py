@@ -51,7 +51,8 @@ __all__ = ["DataFile", "Reply", "ScriptFailure", "fit_text", "run_script"]
 
 _encoder = msgspec.json.Encoder()
 # The executor wrote the request from a validated plan, so msgspec's own checks
-# suffice here; the full validation module would cost every script its import.
+# (types and bounds; the patterns were checked when the plan was) suffice here:
+# the full validation module would cost every script its import.
 _request_decoder = msgspec.json.Decoder(ToolRequest)
 
 

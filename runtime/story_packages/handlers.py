@@ -75,6 +75,7 @@ from ..core.errors import AssetGenerationError, ContractError, ToolValidationErr
 from ..core.jsontext import escape_token
 from ..core.sessions import Handlers, arguments_of
 from ..core.tools import Tool
+from ..core.typed_patterns import conforming
 from ..core.validation import convert
 from .assets import AssetHook, AssetKind, AssetRequest
 from .drafts import closed, encounter_ids, opened, package_of
@@ -269,7 +270,8 @@ def _asset(
         raise ToolValidationError(
             tool.name, None, f"the {request.kind} {shown(request.key)} was not made: {error}"
         ) from None
-    file = msgspec.convert(msgspec.to_builtins(made), AssetFile)
+    # What an asset command made is checked whole, its URL's and type's patterns too.
+    file = conforming(msgspec.to_builtins(made), AssetFile)
     _files(draft, kind)[key] = file
     return file.url
 
