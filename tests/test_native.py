@@ -649,3 +649,63 @@ def test_the_fuzzer_finds_nothing(tmp_path: Path) -> None:
         check=False,
     )
     assert run.returncode == 0, run.stderr[-4000:]
+
+
+# decode: the scan, the typed decoder and the walk in one call ----------------------------
+
+
+class Event(msgspec.Struct):
+    name: str
+    tags: list[str] = []
+
+
+EVENT_NODE = (3, {Event: (("name", (0, Dfa((False, True), (((97, 122, 1),), ((97, 122, 1),))))),)})
+UNSURE = object()
+REFUSALS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+
+
+def decoded(data: bytes, decoder: Any = None, node: Any = EVENT_NODE) -> object:
+    decoder = decoder or msgspec.json.Decoder(Event).decode
+    return native.decode(data, 64, decoder, node, REFUSALS, UNSURE)
+
+
+def test_decode_gives_the_typed_value_when_every_step_passes() -> None:
+    assert decoded(b'{"name": "torch", "tags": ["A"]}') == Event("torch", ["A"])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"name": "torch", "name": "door"}',  # the scan: a duplicate key
+        b'{"name": 1}',  # the types
+        b'{"name": "Torch"}',  # the pattern
+        b"[" * 65 + b"]" * 65,  # deeper than max_depth
+    ],
+)
+def test_decode_is_unsure_wherever_a_step_is(data: bytes) -> None:
+    assert decoded(data) is UNSURE
+
+
+def test_decode_raises_what_is_no_refusal() -> None:
+    def broken(data: bytes) -> object:
+        raise KeyError("a bug, not a verdict")
+
+    with pytest.raises(KeyError):
+        decoded(b'{"name": "torch"}', decoder=broken)
+
+
+class Nest(msgspec.Struct):
+    name: str
+    inner: Nest | None = None
+
+
+def test_decode_is_unsure_of_a_value_too_deep_to_walk() -> None:
+    fields: dict[type, Any] = {}
+    node = (3, fields)
+    fields[Nest] = (("name", (0, re.compile("^[a-z]+$"))), ("inner", node))
+    deep = Nest("leaf")
+    for _ in range(100_000):
+        deep = Nest("branch", deep)
+    assert decoded(b"{}", decoder=lambda data: deep, node=node) is UNSURE
+    shallow = Nest("a", Nest("b"))
+    assert decoded(b"{}", decoder=lambda data: shallow, node=node) is shallow

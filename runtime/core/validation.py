@@ -91,11 +91,12 @@ KeywordCheck = Callable[[Any, Any, Any, Any], Iterator["SchemaError"]]
 "A keyword's check, as jsonschema calls it: (validator, the keyword's value, instance, schema)."
 Relaxed = tuple[tuple[str, Callable[[KeywordCheck], KeywordCheck]], ...]
 "Keywords judged otherwise: see `ContractSet.schema_violations`."
-_Quick = tuple["msgspec.json.Decoder[Any] | None", Node | None]
-"A contract's fast path: a typed decoder when nothing but its types judges it, and its patterns."
-UNSURE: Any = object()
-"What `ContractSet.decoded_natively` returns when the slow path must judge."
-_UNSURE = UNSURE
+_Quick = tuple[Callable[[bytes], Any] | None, Node | None]
+"A contract's fast path: its typed decoder when nothing but its types judges it, and its patterns."
+_UNSURE: Any = object()
+"What the native decode returns when the slow path must judge."
+_TYPES_REFUSE = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
+"What msgspec's typed decoder raises for a document the slow path then explains."
 
 
 class ContractSet:
@@ -185,51 +186,38 @@ class ContractSet:
             raise UnknownContractError(contract, self.names())
 
     def decode(self, contract: str, data: bytes | str, *, rules: Rules | None = None) -> Any:
-        """Decode one JSON document of `contract`: see the module's `decode`."""
-        if type(data) is bytes and len(data) <= DENSE_FROM and native() is not None:
-            typed = self.decoded_natively(contract, data, rules=rules)
-            if typed is not _UNSURE:
-                return typed
+        """Decode one JSON document of `contract`: see the module's `decode`.
+
+        With the `fast` extra, a typed contract with no rules beyond its types
+        (no family rules, no schema-only rules) decodes in one native call:
+        the scan (what the strict parser refuses besides msgspec: duplicate
+        keys, numbers past a float, lone surrogates, deep nesting), msgspec's
+        typed decoder, and the walk that matches the patterns. Wherever that
+        call is unsure, or something is refused, the path below judges and
+        explains, so the verdict and the messages are the same. Other
+        contracts take the path below, whose strict parse scans natively too.
+        """
+        quick = self._quick.get(contract)
+        if quick is None:
+            quick = self._quick[contract] = self._quick_of(contract)
+        if quick[0] is not None and rules is None and type(data) is bytes:
+            module = native()
+            if module is not None and len(data) <= DENSE_FROM:
+                decoder, node = quick
+                typed = module.decode(data, NATIVE_DEPTH, decoder, node, _TYPES_REFUSE, _UNSURE)
+                if typed is not _UNSURE:
+                    return typed
         return self.convert(contract, self.parse_document(contract, data), rules=rules)
 
-    def decoded_natively(self, contract: str, data: bytes, *, rules: Rules | None = None) -> Any:
-        """`decode`'s native fast path: the typed value, `UNSURE`, or the same ContractError.
-
-        Needs the `fast` extra (else `UNSURE` at once). The native scan checks
-        in one pass what the strict parser refuses besides msgspec (duplicate
-        keys, numbers past a float, lone surrogates, deep nesting); once it
-        passes, msgspec's own parse gives the value the strict parser would.
-        For a typed contract with no rules and no schema-only rules, msgspec
-        then decodes straight into the types and the native walker checks the
-        patterns. Whatever is unsure, or refused, returns `UNSURE`, so that
-        the slow path judges and explains; a contract with rules is judged by
-        `convert` on the parsed value, exactly as the slow path judges it.
-        """
-        module = native()
-        if module is None:
-            return _UNSURE
-        quick = self._quick.get(contract, _UNSURE)
-        if quick is _UNSURE:
-            quick = self._quick[contract] = self._quick_of(contract)
-        if not module.scan(data, NATIVE_DEPTH):
-            return _UNSURE
-        decoder, node = quick
-        try:
-            if rules is None and decoder is not None:
-                typed = decoder.decode(data)
-                return typed if module.check(typed, node) else _UNSURE
-            value = msgspec.json.decode(data)
-        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-            return _UNSURE
-        return self.convert(contract, value, rules=rules)
-
     def _quick_of(self, contract: str) -> _Quick:
+        """The typed decoder and the patterns' node of a contract only its types judge."""
         self.require(contract)
         target = self._types.get(contract)
-        if target is None:  # judged by the schema alone: the parse is all there is to speed up
+        if target is None or contract in self._schema_only_rules:
             return None, None
-        plain = contract not in self._schema_only_rules and self._chosen(contract, None) is None
-        return (msgspec.json.Decoder(target) if plain else None), pattern_node(target)
+        if self._chosen(contract, None) is not None:
+            return None, None
+        return msgspec.json.Decoder(target).decode, pattern_node(target)
 
     def convert(self, contract: str, value: Any, *, rules: Rules | None = None) -> Any:
         """Convert a parsed JSON `value` of `contract`: see the module's `convert`."""
@@ -247,7 +235,7 @@ class ContractSet:
             if problems:
                 raise ContractError(contract, problems) from None
             return _convert_integral_floats(contract, value, target)
-        if not patterns_hold(typed, pattern_node(target)):
+        if not patterns_hold(typed, target):
             problems = self.violations(contract, value, rules=chosen)
             if problems:
                 raise ContractError(contract, problems)
@@ -471,6 +459,8 @@ def decode(
     with one more violation saying so. A step that fails raises
     `MigrationFailed`, naming it.
     """
+    if type(contract) is str and not migrate:  # the commonest call, with the least in its way
+        return BUNDLED.decode(contract, data, rules=rules)
     contracts, name = contracts_of(contract)
     if not migrate:
         return contracts.decode(name, data, rules=rules)

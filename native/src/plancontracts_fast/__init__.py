@@ -6,9 +6,10 @@ the pure-Python path's. `scan` says whether a JSON text is strict JSON that
 the Python parser accepts as is (False means not sure, and the slow parser
 decides and explains); `Dfa` matches strings against a generated type's
 patterns; `check` walks a typed value and matches the strings its patterns
-apply to. `PROTOCOL` names the version of this interface.
+apply to; `decode` runs the scan, a typed decoder and the walk in one call.
+`PROTOCOL` names the version of this interface.
 """
 
-from ._native import PROTOCOL, Dfa, check, scan
+from ._native import PROTOCOL, Dfa, check, decode, scan
 
-__all__ = ["PROTOCOL", "Dfa", "check", "scan"]
+__all__ = ["PROTOCOL", "Dfa", "check", "decode", "scan"]

@@ -1,5 +1,5 @@
-from collections.abc import Sequence
-from typing import Final, TypeAlias, final
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias, TypeVar, final
 
 PROTOCOL: Final[int]
 
@@ -20,3 +20,15 @@ class Dfa:
     def matches(self, text: str, /) -> bool: ...
 
 def check(value: object, node: _Node, /) -> bool: ...
+
+_T = TypeVar("_T")
+
+def decode(
+    data: bytes,
+    max_depth: int,
+    decoder: Callable[[bytes], object],
+    node: _Node,
+    unsure_errors: type[BaseException] | tuple[type[BaseException], ...],
+    unsure: _T,
+    /,
+) -> object | _T: ...
