@@ -64,7 +64,7 @@ from .patterns import OutOfTime, matches, matching_budget, pattern_keywords
 from .rules import Rules, rules_of
 from .schema_text import display_pattern
 from .schema_tree import validator_class
-from .typed_patterns import Node, pattern_node, patterns_hold
+from .typed_patterns import Node, pattern_check, pattern_node
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaError
@@ -93,6 +93,8 @@ Relaxed = tuple[tuple[str, Callable[[KeywordCheck], KeywordCheck]], ...]
 "Keywords judged otherwise: see `ContractSet.schema_violations`."
 _Quick = tuple[Callable[[bytes], Any] | None, Node | None]
 "A contract's fast path: its typed decoder when nothing but its types judges it, and its patterns."
+_TypedPath = tuple[Callable[[Any], Any], Callable[[Any], bool]]
+"A typed contract's conversion into its types and its patterns' check, for `convert`."
 _UNSURE: Any = object()
 "What the native decode returns when the slow path must judge."
 _TYPES_REFUSE = (msgspec.ValidationError, msgspec.DecodeError, RecursionError)
@@ -146,6 +148,7 @@ class ContractSet:
         self._validators: dict[tuple[str, Relaxed], Validator] = {}
         self._default_rules: dict[str, Rules | None] = {}
         self._quick: dict[str, _Quick] = {}
+        self._typed_paths: dict[tuple[str, bool], _TypedPath] = {}
 
     def names(self) -> tuple[str, ...]:
         """The names of the contracts, sorted."""
@@ -197,13 +200,13 @@ class ContractSet:
         explains, so the verdict and the messages are the same. Other
         contracts take the path below, whose strict parse scans natively too.
         """
-        quick = self._quick.get(contract)
-        if quick is None:
-            quick = self._quick[contract] = self._quick_of(contract)
-        if quick[0] is not None and rules is None and type(data) is bytes:
-            module = native()
-            if module is not None and len(data) <= DENSE_FROM:
-                decoder, node = quick
+        module = native()
+        if module is not None and rules is None and type(data) is bytes:
+            quick = self._quick.get(contract)
+            if quick is None:
+                quick = self._quick[contract] = self._quick_of(contract)
+            decoder, node = quick
+            if decoder is not None and len(data) <= DENSE_FROM:
                 typed = module.decode(data, NATIVE_DEPTH, decoder, node, _TYPES_REFUSE, _UNSURE)
                 if typed is not _UNSURE:
                     return typed
@@ -228,14 +231,21 @@ class ContractSet:
             if problems:
                 raise ContractError(contract, problems)
             return value
+        # Found by the contract's name: looked up by type, a union hashes slowly.
+        natively = native() is not None
+        typed_path = self._typed_paths.get((contract, natively))
+        if typed_path is None:
+            typed_path = (_converter(target), pattern_check(target))
+            self._typed_paths[contract, natively] = typed_path
+        converted, holds = typed_path
         try:
-            typed = _converter(target)(value)
+            typed = converted(value)
         except msgspec.ValidationError:
             problems = self.violations(contract, value, rules=chosen)
             if problems:
                 raise ContractError(contract, problems) from None
             return _convert_integral_floats(contract, value, target)
-        if not patterns_hold(typed, target):
+        if not holds(typed):
             problems = self.violations(contract, value, rules=chosen)
             if problems:
                 raise ContractError(contract, problems)
