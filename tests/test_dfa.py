@@ -134,7 +134,7 @@ def texts_for(draw: st.DrawFn, pattern: str) -> str:
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 # Drawing from `st.from_regex` takes tens of milliseconds for the longest patterns.
-@settings(max_examples=examples_at_most(300))
+@settings(max_examples=examples_at_most(100))
 @given(data=st.data())
 def test_a_generated_pattern_s_table_agrees_with_re(pattern: str, data: st.DataObject) -> None:
     text = data.draw(texts_for(pattern))

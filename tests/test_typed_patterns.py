@@ -13,13 +13,20 @@ from typing import Annotated, Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_dfa import generated_patterns
+from tiers import examples_at_most
 
 from plancontracts import PLAN, ContractError, contract_schema, convert, decode
 from plancontracts.generated.tool_plans import Plan, SkillName
 from plancontracts.runtime.core.native import native, turned_off
-from plancontracts.runtime.core.typed_patterns import conforming, pattern_node, patterns_hold
+from plancontracts.runtime.core.typed_patterns import (
+    _batched,
+    conforming,
+    pattern_node,
+    patterns_hold,
+)
 
 Name = Annotated[str, msgspec.Meta(extra_json_schema={"pattern": "^[a-z]+$(?!\\n)"})]
 
@@ -102,3 +109,33 @@ def test_a_plan_node_visits_tools_but_not_their_free_input() -> None:
     fields = dict(node[1][Plan])
     assert {"request_id", "tools"} <= set(fields)
     assert "narrative" not in fields  # free text has no pattern: never visited
+
+
+class Names(msgspec.Struct):
+    names: list[Name] = []
+    by_name: dict[Name, Name] = {}
+
+
+@given(st.lists(st.text(alphabet="ab\n\x00\x1fZ", max_size=4), max_size=6))
+def test_strings_matched_in_a_batch_are_judged_one_by_one(texts: list[str]) -> None:
+    expected = all(re.search("^[a-z]+$(?!\\n)", text) for text in texts)
+    with turned_off():
+        assert patterns_hold(Names(texts), Names) is expected
+        assert patterns_hold(Names(by_name=dict.fromkeys(texts, "ok")), Names) is expected
+
+
+@pytest.mark.parametrize("pattern", generated_patterns())
+def test_every_generated_pattern_can_be_batched(pattern: str) -> None:
+    batched = _batched(pattern)
+    assert batched is not None
+    joined, separator = batched
+
+    # Drawing from a pattern is slow: what the batch adds is the joining, which few examples try.
+    @settings(max_examples=examples_at_most(100))
+    @given(st.lists(st.one_of(st.from_regex(pattern), st.text(max_size=8)), min_size=2, max_size=5))
+    def agrees(texts: list[str]) -> None:
+        text = separator.join(texts)
+        together = text.count(separator) == len(texts) - 1 and joined.fullmatch(text) is not None
+        assert together is all(re.search(pattern, each) for each in texts)
+
+    agrees()
