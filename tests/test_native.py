@@ -709,3 +709,15 @@ def test_decode_is_unsure_of_a_value_too_deep_to_walk() -> None:
     assert decoded(b"{}", decoder=lambda data: deep, node=node) is UNSURE
     shallow = Nest("a", Nest("b"))
     assert decoded(b"{}", decoder=lambda data: shallow, node=node) is shallow
+
+
+def test_a_table_changed_while_it_is_read_is_read_as_it_was_given() -> None:
+    # Reading a state's transitions runs the item's own code, which empties the
+    # caller's list: the table is read from a copy, never past the list's new end.
+    class Emptying:
+        def __iter__(self) -> Any:
+            transitions.clear()
+            return iter([])
+
+    transitions: list[Any] = [Emptying(), [], [], []]
+    assert Dfa([False] * 4, transitions).states == 4

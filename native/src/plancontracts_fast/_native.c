@@ -788,7 +788,8 @@ read_bound(PyObject *item, long long limit, const char *what, Py_ssize_t state,
 static int
 dfa_read_state(DfaObject *self, PyObject *ranges, Py_ssize_t state, size_t *count, size_t *cap)
 {
-    PyObject *seq = PySequence_Fast(ranges, "");
+    /* A copy: reading an item may run code (an __index__) that changes a list. */
+    PyObject *seq = PySequence_Tuple(ranges);
     if (seq == NULL) {
         if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Format(PyExc_TypeError, "transitions[%zd] must be a sequence of (lo, hi, target) tuples",
@@ -861,12 +862,20 @@ dfa_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:Dfa", keywords, &accepting_arg, &transitions_arg)) {
         return NULL;
     }
-    accepting = PySequence_Fast(accepting_arg, "Dfa() accepting must be a sequence of bools");
+    /* Copies, as tuples: reading the items may run code (an item's __iter__) that
+     * changes a list the caller passed, and a copy keeps its size and items. */
+    accepting = PySequence_Tuple(accepting_arg);
     if (accepting == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_SetString(PyExc_TypeError, "Dfa() accepting must be a sequence of bools");
+        }
         goto error;
     }
-    transitions = PySequence_Fast(transitions_arg, "Dfa() transitions must be a sequence of sequences");
+    transitions = PySequence_Tuple(transitions_arg);
     if (transitions == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_SetString(PyExc_TypeError, "Dfa() transitions must be a sequence of sequences");
+        }
         goto error;
     }
     Py_ssize_t states = PySequence_Fast_GET_SIZE(accepting);
