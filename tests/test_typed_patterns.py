@@ -139,3 +139,19 @@ def test_every_generated_pattern_can_be_batched(pattern: str) -> None:
         assert together is all(re.search(pattern, each) for each in texts)
 
     agrees()
+
+
+Ambiguous = Annotated[str, msgspec.Meta(extra_json_schema={"pattern": "^a{0,20}a{0,20}$(?!\\n)"})]
+
+
+class Words(msgspec.Struct):
+    words: list[Ambiguous]
+
+
+def test_a_batch_never_backtracks_into_strings_that_matched() -> None:
+    # Each "a" * 20 splits between the two repeats 21 ways; joined, a failing last
+    # string used to try every split of every string before it (weeks for 30).
+    words = Words(["a" * 20] * 30 + ["b"])
+    with turned_off():
+        assert not patterns_hold(words, Words)
+        assert patterns_hold(Words(["a" * 20] * 30), Words)

@@ -353,8 +353,13 @@ def _batched(pattern: str) -> tuple[re.Pattern[str], str] | None:
     for separator in ("\n", "\x00", "\x1f"):
         code = ord(separator)
         if not any(lo <= code <= hi for lo, hi in ranges):
-            escaped = re.escape(separator)
-            return re.compile(f"(?:{body})(?:{escaped}(?:{body}))*"), separator
+            sep = re.escape(separator)
+            # Each string is matched in an atomic group that must reach the next separator
+            # (or the end): once one string has matched, a later failure never backtracks
+            # into it, so the joined text costs what its strings cost one by one. Without
+            # it, `^a{0,20}a{0,20}$` took 22 s on six strings and a seventh that fails.
+            one = f"(?>(?:{body})(?={sep}|\\Z))"
+            return re.compile(f"{one}(?:{sep}{one})*"), separator
     return None
 
 
