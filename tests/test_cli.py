@@ -69,12 +69,11 @@ def test_the_version_says_whether_the_native_fast_path_is_on() -> None:
 
 
 @pytest.mark.process
-def test_the_version_says_the_fast_path_was_turned_off() -> None:
-    done = plancontracts("--version", env={"PLANCONTRACTS_NATIVE": "0"})
-    assert (
-        done.stdout
-        == f"plancontracts {__version__} (native fast path: off: PLANCONTRACTS_NATIVE=0)\n"
-    )
+@pytest.mark.parametrize("switch", ["0", "off", "False"])
+def test_the_version_says_the_fast_path_was_turned_off(switch: str) -> None:
+    done = plancontracts("--version", env={"PLANCONTRACTS_NATIVE": switch})
+    off = f"off: PLANCONTRACTS_NATIVE={switch}"
+    assert done.stdout == f"plancontracts {__version__} (native fast path: {off})\n"
 
 
 def test_contracts_lists_every_contract_with_its_title() -> None:

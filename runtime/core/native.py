@@ -5,7 +5,7 @@
 step it takes is one the Python code takes too, and wherever it is unsure
 (or refuses), the Python code runs and gives the verdict and the message.
 So nothing depends on whether it is installed, and `PLANCONTRACTS_NATIVE=0`
-in the environment turns it off (the test suite judges the same documents
+(or `false`, `no`, `off`) in the environment turns it off (the test suite judges the same documents
 both ways).
 """
 
@@ -20,11 +20,14 @@ __all__ = ["PROTOCOL", "native", "native_state", "turned_off"]
 
 PROTOCOL = 1
 "The version of the extension's interface this code calls; another one is not used."
+_OFF = frozenset({"0", "false", "no", "off"})
+"What `PLANCONTRACTS_NATIVE` may say to keep the extension from loading, in any case."
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if os.environ.get("PLANCONTRACTS_NATIVE", "").strip() == "0":
-        return None, "off: PLANCONTRACTS_NATIVE=0"
+    switch = os.environ.get("PLANCONTRACTS_NATIVE", "")
+    if switch.strip().lower() in _OFF:
+        return None, f"off: PLANCONTRACTS_NATIVE={switch.strip()}"
     try:
         import plancontracts_fast
     except ImportError:
