@@ -360,26 +360,40 @@ scan_literal(scanner *s, const char *word, size_t len)
     return 1;
 }
 
+/* Doubles a full array of `used` items of `size` bytes, which starts in the
+ * scanner's inline room (`room`) and moves to the heap the first time:
+ * SCAN_YES, or SCAN_NOMEM with the array unchanged. */
+static int
+grow(void **array, size_t *cap, size_t used, size_t size, const void *room)
+{
+    size_t new_cap = *cap * 2;
+    void *grown;
+    if (*array == room) {
+        grown = PyMem_RawMalloc(new_cap * size);
+        if (grown != NULL) {
+            memcpy(grown, *array, used * size);
+        }
+    }
+    else {
+        grown = PyMem_RawRealloc(*array, new_cap * size);
+    }
+    if (grown == NULL) {
+        return SCAN_NOMEM;
+    }
+    *array = grown;
+    *cap = new_cap;
+    return SCAN_YES;
+}
+
 static int
 push_frame(scanner *s, int is_object)
 {
     if (s->depth == s->frames_cap) {
-        size_t cap = s->frames_cap * 2;
-        scan_frame *frames;
-        if (s->frames == s->inline_frames) {
-            frames = PyMem_RawMalloc(cap * sizeof(scan_frame));
-            if (frames != NULL) {
-                memcpy(frames, s->frames, s->depth * sizeof(scan_frame));
-            }
-        }
-        else {
-            frames = PyMem_RawRealloc(s->frames, cap * sizeof(scan_frame));
-        }
-        if (frames == NULL) {
+        void *frames = s->frames;
+        if (grow(&frames, &s->frames_cap, s->depth, sizeof(scan_frame), s->inline_frames) != SCAN_YES) {
             return SCAN_NOMEM;
         }
         s->frames = frames;
-        s->frames_cap = cap;
     }
     scan_frame *f = &s->frames[s->depth++];
     f->is_object = is_object;
@@ -476,22 +490,11 @@ add_key(scanner *s, size_t off, size_t len)
         }
     }
     if (s->nkeys == s->keys_cap) {
-        size_t cap = s->keys_cap * 2;
-        scan_key *keys;
-        if (s->keys == s->inline_keys) {
-            keys = PyMem_RawMalloc(cap * sizeof(scan_key));
-            if (keys != NULL) {
-                memcpy(keys, s->keys, s->nkeys * sizeof(scan_key));
-            }
-        }
-        else {
-            keys = PyMem_RawRealloc(s->keys, cap * sizeof(scan_key));
-        }
-        if (keys == NULL) {
+        void *keys = s->keys;
+        if (grow(&keys, &s->keys_cap, s->nkeys, sizeof(scan_key), s->inline_keys) != SCAN_YES) {
             return SCAN_NOMEM;
         }
         s->keys = keys;
-        s->keys_cap = cap;
     }
     s->keys[s->nkeys].off = off;
     s->keys[s->nkeys].len = len;
