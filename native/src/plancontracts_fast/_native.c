@@ -1060,7 +1060,7 @@ static int
 node_size(PyObject *node, Py_ssize_t size, const char *kind)
 {
     if (PyTuple_GET_SIZE(node) != size) {
-        PyErr_Format(PyExc_ValueError, "a %s node is a tuple of %zd items, not %zd", kind, size,
+        PyErr_Format(PyExc_ValueError, "%s node is a tuple of %zd items, not %zd", kind, size,
                      PyTuple_GET_SIZE(node));
         return -1;
     }
@@ -1189,9 +1189,13 @@ check_value(module_state *state, PyObject *value, PyObject *node)
     if (node == Py_None) {
         return 1;
     }
-    if (!PyTuple_Check(node) || PyTuple_GET_SIZE(node) < 1 || !PyLong_Check(PyTuple_GET_ITEM(node, 0))) {
+    if (!PyTuple_Check(node)) {
         PyErr_Format(PyExc_TypeError, "a node is None or a tuple (kind: int, ...), not %.200s",
                      Py_TYPE(node)->tp_name);
+        return -1;
+    }
+    if (PyTuple_GET_SIZE(node) < 1 || !PyLong_Check(PyTuple_GET_ITEM(node, 0))) {
+        PyErr_SetString(PyExc_TypeError, "a node's tuple starts with its kind, an int");
         return -1;
     }
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(node, 0));
@@ -1201,7 +1205,7 @@ check_value(module_state *state, PyObject *value, PyObject *node)
     int result;
     switch (kind) {
     case NODE_STRING:
-        if (node_size(node, 2, "string") < 0) {
+        if (node_size(node, 2, "a string") < 0) {
             return -1;
         }
         if (!PyUnicode_Check(value)) {
@@ -1209,7 +1213,7 @@ check_value(module_state *state, PyObject *value, PyObject *node)
         }
         return check_string(state, value, PyTuple_GET_ITEM(node, 1));
     case NODE_ITEMS:
-        if (node_size(node, 2, "items") < 0) {
+        if (node_size(node, 2, "an items") < 0) {
             return -1;
         }
         if (!(PyList_Check(value) || PyTuple_Check(value)) || PyTuple_GET_ITEM(node, 1) == Py_None) {
@@ -1222,7 +1226,7 @@ check_value(module_state *state, PyObject *value, PyObject *node)
         Py_LeaveRecursiveCall();
         return result;
     case NODE_MAPPING:
-        if (node_size(node, 3, "mapping") < 0) {
+        if (node_size(node, 3, "a mapping") < 0) {
             return -1;
         }
         if (!PyDict_Check(value) || (PyTuple_GET_ITEM(node, 1) == Py_None && PyTuple_GET_ITEM(node, 2) == Py_None)) {
@@ -1235,7 +1239,7 @@ check_value(module_state *state, PyObject *value, PyObject *node)
         Py_LeaveRecursiveCall();
         return result;
     case NODE_FIELDS:
-        if (node_size(node, 2, "fields") < 0) {
+        if (node_size(node, 2, "a fields") < 0) {
             return -1;
         }
         if (Py_EnterRecursiveCall(" while checking the patterns of a value")) {
@@ -1245,7 +1249,7 @@ check_value(module_state *state, PyObject *value, PyObject *node)
         Py_LeaveRecursiveCall();
         return result;
     case NODE_ALL:
-        if (node_size(node, 2, "all-of") < 0) {
+        if (node_size(node, 2, "an all-of") < 0) {
             return -1;
         }
         if (Py_EnterRecursiveCall(" while checking the patterns of a value")) {
