@@ -43,6 +43,8 @@ Node = tuple[Any, ...]
 _T = TypeVar("_T")
 
 _STR, _SEQUENCE, _MAP, _STRUCT, _ALL = range(5)
+_BINNED, _LISTED, _SEARCHED, _CALLED = range(4)
+"How a struct's field is checked without the extension (`_Compiler.field`)."
 
 
 def pattern_node(target: Any) -> Node | None:
@@ -232,11 +234,12 @@ class _Compiler:
                 return _walk(value, node)
             for index, found in bins.items():
                 alone, joined, separator = batches[index]
-                if len(found) == 1:
-                    if alone.search(found[0]) is None:
+                try:
+                    text = separator.join(found)
+                except TypeError:  # a list of a hand-made struct that holds more than strings
+                    if any(isinstance(each, str) and not alone.search(each) for each in found):
                         return False
                     continue
-                text = separator.join(found)
                 # A string holding the separator cannot match: it must not pass as two.
                 if text.count(separator) != len(found) - 1 or not joined.fullmatch(text):
                     return False
@@ -278,25 +281,18 @@ class _Compiler:
         return lambda value, bins: all(check(value, bins) for check in each)
 
     def text_function(self, pattern: re.Pattern[str], repeated: bool) -> Check:
-        batched = _batched(pattern.pattern) if repeated else None
-        if batched is None:
+        index = self.bin(pattern) if repeated else None
+        if index is None:
             search = pattern.search
 
             def text(value: Any, bins: Bins) -> bool:
                 return not isinstance(value, str) or search(value) is not None
 
             return text
-        index = self.bin_of.setdefault(pattern.pattern, len(self.batches))
-        if index == len(self.batches):
-            self.batches.append((pattern, *batched))
 
         def binned(value: Any, bins: Bins) -> bool:
             if isinstance(value, str):
-                found = bins.get(index)
-                if found is None:
-                    bins[index] = [value]
-                else:
-                    found.append(value)
+                bins.setdefault(index, []).append(value)
             return True
 
         return binned
@@ -305,23 +301,60 @@ class _Compiler:
         self, fields: dict[type, tuple[tuple[str, Node], ...]], repeated: bool
     ) -> Check:
         if repeated not in self.struct:
-            tables: dict[type, tuple[tuple[str, Check], ...]] = {}
+            tables: dict[type, tuple[tuple[str, int, Any], ...]] = {}
             checks = tables.get
 
             def struct(value: Any, bins: Bins) -> bool:
                 found = checks(type(value))
                 if found is None:
                     return True
-                for name, check in found:  # noqa: SIM110 (a loop: no generator per struct)
-                    if not check(getattr(value, name), bins):
+                # The commonest fields are handled here rather than by a call each:
+                # a patterned string (_BINNED, or _SEARCHED where met once) and a list
+                # of them (_LISTED: put in its bin whole, no loop over its items).
+                for name, kind, payload in found:
+                    field = getattr(value, name)
+                    if kind == _BINNED:
+                        if isinstance(field, str):
+                            bins.setdefault(payload, []).append(field)
+                    elif kind == _LISTED:
+                        if isinstance(field, list | tuple) and field:
+                            bins.setdefault(payload, []).extend(field)
+                    elif kind == _SEARCHED:
+                        if isinstance(field, str) and payload(field) is None:
+                            return False
+                    elif not payload(field, bins):
                         return False
                 return True
 
             self.structs[repeated] = tables
             self.struct[repeated] = struct
             for cls, walked in fields.items():
-                tables[cls] = tuple((name, self.function(sub, repeated)) for name, sub in walked)
+                tables[cls] = tuple(self.field(name, sub, repeated) for name, sub in walked)
         return self.struct[repeated]
+
+    def field(self, name: str, node: Node, repeated: bool) -> tuple[str, int, Any]:
+        """How a struct's field is checked: see `struct_function`."""
+        kind = node[0]
+        if kind == _SEQUENCE and node[1][0] == _STR:
+            index = self.bin(node[1][1])
+            if index is not None:
+                return name, _LISTED, index
+        if kind == _STR:
+            index = self.bin(node[1]) if repeated else None
+            if index is not None:
+                return name, _BINNED, index
+            return name, _SEARCHED, node[1].search
+        return name, _CALLED, self.function(node, repeated)
+
+    def bin(self, pattern: re.Pattern[str]) -> int | None:
+        """The index of the pattern's bin; None when its strings cannot be matched in a batch."""
+        batched = _batched(pattern.pattern)
+        if batched is None:
+            return None
+        index = self.bin_of.setdefault(pattern.pattern, len(self.batches))
+        if index == len(self.batches):
+            self.batches.append((pattern, *batched))
+        return index
 
 
 _END = "$(?!\\n)"
