@@ -215,7 +215,7 @@ class _Compiler:
 
     def __init__(self) -> None:
         # Per mode (False: met once, True: in a list or map), the struct lookup and its tables.
-        self.structs: dict[bool, dict[type, tuple[tuple[str, Check], ...]]] = {}
+        self.structs: dict[bool, dict[type, tuple[tuple[str, int, Any], ...]]] = {}
         self.struct: dict[bool, Check] = {}
         self.batches: list[tuple[re.Pattern[str], re.Pattern[str], str]] = []
         self.bin_of: dict[str, int] = {}
