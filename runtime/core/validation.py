@@ -2,8 +2,11 @@
 
 Typed decoding is the fast path: msgspec parses the text and converts it into
 the generated structs, which enforce types, required and unknown fields,
-enums, bounds and patterns; contracts whose family has rules beyond the
-schema (see `runtime.core.rules`) then have those checked. The authoritative
+enums and bounds; the patterns the structs carry are matched after
+(`runtime.core.typed_patterns`), and contracts whose family has rules beyond
+the schema (see `runtime.core.rules`) then have those checked. With the
+`fast` extra, a contract only its types judge decodes in one native call
+(`ContractSet.decode`). The authoritative
 schema takes over in three cases: to explain a rejection (msgspec stops at
 the first problem; the schema lists them all, each with its JSON Pointer, up
 to `MAX_VIOLATIONS`), for contracts with rules the structs cannot express,
@@ -17,8 +20,9 @@ named by handle (`decode(PLAN, data)` is typed as a `Plan`) or by name (typed
 folder, with the same parsing, messages, pointers and cap; without generated
 types, its schemas alone judge.
 
-Nothing here walks a value by recursion, so every value the parser accepts,
-however deep, gets its verdict.
+Nothing here walks a value by recursion past what Python allows (the pattern
+walk falls back to a loop), so every value the parser accepts, however deep,
+gets its verdict.
 """
 
 from __future__ import annotations
