@@ -5,8 +5,8 @@
 step it takes is one the Python code takes too, and wherever it is unsure
 (or refuses), the Python code runs and gives the verdict and the message.
 So nothing depends on whether it is installed, and `PLANCONTRACTS_NATIVE=0`
-(or `false`, `no`, `off`) in the environment turns it off (the test suite judges the same documents
-both ways).
+(or `false`, `no`, `off`) in the environment turns it off (the test suite
+judges the same documents both ways).
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def conforming(value: Any, target: type[_T]) -> _T:
     return converted
 
 
-def matcher(pattern: str, natively: bool) -> Any:
+def _matcher(pattern: str, natively: bool) -> Any:
     """What matches `pattern` in a node: a native DFA where one is made, else a compiled `re`."""
     module = native()
     if natively and module is not None:
@@ -128,9 +128,9 @@ def matcher(pattern: str, natively: bool) -> Any:
 class _Deriver:
     """Turns msgspec's type information into nodes, sharing one `fields` dict for every struct.
 
-    A struct class is walked only when some string below it has a pattern;
-    finding that for recursive types takes a fixed point: classes are first
-    entered with no fields, and their fields filled once each is derived.
+    A struct class is walked only when some string below it has a pattern
+    (see `struct`: a class met again while it is derived, in a recursive
+    type, is taken to have one).
     """
 
     def __init__(self, fields: dict[type, tuple[tuple[str, Node], ...]], natively: bool) -> None:
@@ -143,7 +143,7 @@ class _Deriver:
             extra = info.extra_json_schema or {}
             pattern = extra.get("pattern")
             if isinstance(info.type, mi.StrType) and isinstance(pattern, str):
-                return (_STR, matcher(pattern, self.natively))
+                return (_STR, _matcher(pattern, self.natively))
             return self.node(info.type)
         if isinstance(info, mi.ListType | mi.SetType | mi.FrozenSetType | mi.VarTupleType):
             item = self.node(info.item_type)

@@ -6,13 +6,13 @@ enums and bounds; the patterns the structs carry are matched after
 (`runtime.core.typed_patterns`), and contracts whose family has rules beyond
 the schema (see `runtime.core.rules`) then have those checked. With the
 `fast` extra, a contract only its types judge decodes in one native call
-(`ContractSet.decode`). The authoritative
-schema takes over in three cases: to explain a rejection (msgspec stops at
-the first problem; the schema lists them all, each with its JSON Pointer, up
-to `MAX_VIOLATIONS`), for contracts with rules the structs cannot express,
-and where the two disagree about a value, which happens for one known case
-only: JSON Schema counts `1.0` as an integer and msgspec does not. The schema
-decides; such numbers are typed as integers.
+(`ContractSet.decode`). The authoritative schema takes over in three cases:
+to explain a rejection (msgspec stops at the first problem; the schema lists
+them all, each with its JSON Pointer, up to `MAX_VIOLATIONS`), for contracts
+with rules the structs cannot express, and where the two disagree about a
+value, which happens for one known case only: JSON Schema counts `1.0` as an
+integer and msgspec does not. The schema decides; such numbers are typed as
+integers.
 
 `decode`, `convert` and `violations` judge by plancontracts' own contracts,
 named by handle (`decode(PLAN, data)` is typed as a `Plan`) or by name (typed
